@@ -1,0 +1,83 @@
+"""Load a DiffusionGemma checkpoint and its tokenizer from a local directory, offline.
+
+The same path loads the shipped tiny model and a real `google/diffusiongemma-*` checkout.
+A freshly built model has an empty generation config (48 steps, no eos/pad); checkpoints
+written by this project carry one, and `default_generation_config` fills the gaps otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer, DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerBase
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    DiffusionGemmaGenerationConfig,
+    EntropyBoundSamplerConfig,
+)
+
+from engines.errors import CheckpointError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class LoadedModel:
+    model: DiffusionGemmaForBlockDiffusion  # in eval mode, on `device`
+    tokenizer: PreTrainedTokenizerBase
+    path: Path  # the directory it came from
+
+    @property
+    def config(self) -> DiffusionGemmaConfig:
+        return self.model.config
+
+
+def default_generation_config(config: DiffusionGemmaConfig, **overrides) -> DiffusionGemmaGenerationConfig:
+    """Step defaults for block mode plus the eos/pad ids from the model config."""
+    text = config.text_config
+    params = dict(
+        max_new_tokens=config.canvas_length,
+        max_denoising_steps=12,
+        sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.1),
+        t_min=0.4,
+        t_max=0.8,
+        stability_threshold=1,
+        confidence_threshold=0.005,
+        eos_token_id=text.eos_token_id,
+        pad_token_id=text.pad_token_id,
+        bos_token_id=text.bos_token_id,
+    )
+    params.update(overrides)
+    return DiffusionGemmaGenerationConfig(**params)
+
+
+def load_checkpoint(path: str | os.PathLike, dtype: str = "float32", device: str = "cpu") -> LoadedModel:
+    """Load weights (safetensors), config, generation config and tokenizer from `path`; never touches the network."""
+    path = Path(path)
+    if dtype not in DTYPES:
+        raise CheckpointError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}", param="dtype")
+    if not path.is_dir():
+        raise CheckpointError(f"checkpoint directory {str(path)!r} does not exist", param="checkpoint")
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise CheckpointError(f"{str(path)!r} has no config.json: not a transformers checkpoint", param="checkpoint")
+    model_type = json.loads(config_file.read_text()).get("model_type")
+    if model_type != "diffusion_gemma":
+        raise CheckpointError(
+            f"{str(path)!r} holds a {model_type!r} model; Tandem serves 'diffusion_gemma' checkpoints", param="checkpoint"
+        )
+    if not any(path.glob("*.safetensors")):
+        raise CheckpointError(f"{str(path)!r} has no *.safetensors weights", param="checkpoint")
+    try:
+        model = DiffusionGemmaForBlockDiffusion.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"could not load {str(path)!r}: {exc}", param="checkpoint") from exc
+    model = model.to(device).eval()
+    if model.generation_config.max_denoising_steps is None or model.generation_config.pad_token_id is None:
+        model.generation_config = default_generation_config(model.config)
+    tokenizer.padding_side = "left"
+    return LoadedModel(model=model, tokenizer=tokenizer, path=path)

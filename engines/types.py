@@ -1,0 +1,91 @@
+"""Typed request and result of the engine, shared by every decoding mode."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+Mode = Literal["block", "verified", "ar"]
+MODES: tuple[Mode, ...] = ("block", "verified", "ar")
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass
+class GenerationRequest:
+    """One completion to decode. Give exactly one of `prompt` (text or token ids) and `messages` (chat)."""
+
+    prompt: str | list[int] | None = None  # raw text is tokenized as is; token ids are used verbatim
+    messages: list[dict] | None = None  # chat turns, rendered with the checkpoint's chat template
+    mode: Mode = "block"  # block: diffusion canvases; verified: diffusion drafts checked by AR; ar: token by token
+    max_new_tokens: int = 256  # hard cap on output tokens (finish_reason "length" when hit)
+    # Sampling. temperature 0 is greedy (argmax) in AR and verified modes; block mode always samples its
+    # canvas with the library's temperature schedule (t_max -> t_min) and commits the argmax.
+    temperature: float = 0.0
+    top_p: float = 1.0  # nucleus mass kept, in (0, 1]
+    top_k: int = 0  # keep the k most likely tokens; 0 keeps all
+    stop: list[str] = field(default_factory=list)  # stop strings; excluded from the output text
+    stop_token_ids: list[int] | None = None  # None: the checkpoint's eos ids
+    seed: int | None = None  # same seed, same request -> same output in every mode, alone or batched
+    # Block mode (and the drafts of verified mode). None takes the checkpoint's generation config.
+    canvas: int | None = None  # canvas size, <= config.canvas_length
+    max_denoising_steps: int | None = None
+    t_min: float | None = None
+    t_max: float | None = None
+    stability_threshold: int | None = None  # steps the argmax canvas must stay unchanged to stop early
+    confidence_threshold: float | None = None  # mean entropy under which a stable canvas stops early
+    entropy_bound: float | None = None  # entropy-bound sampler: accept tokens while summed entropy stays under it
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@dataclass
+class DecodeStats:
+    """What decoding one request cost. A *forward* is one model call (encoder or decoder)."""
+
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    encoder_calls: int = 0  # prefill, canvas commits, AR steps
+    decoder_calls: int = 0  # denoising steps
+    steps_per_canvas: list[int] = field(default_factory=list)
+    drafted: int = 0  # verified mode: draft tokens put up for verification
+    accepted: int = 0  # verified mode: draft tokens that equalled the AR choice
+    latency_s: float = 0.0
+
+    @property
+    def forwards(self) -> int:
+        return self.encoder_calls + self.decoder_calls
+
+    @property
+    def tokens_per_forward(self) -> float:
+        """Output tokens per model call after the prompt's prefill. On one canvas this is transformers'
+        `tokens_per_forward` (tokens / denoising steps); the commit pass between canvases counts too."""
+        return self.output_tokens / max(1, self.forwards - 1)
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "encoder_calls": self.encoder_calls,
+            "decoder_calls": self.decoder_calls,
+            "forwards": self.forwards,
+            "steps_per_canvas": list(self.steps_per_canvas),
+            "tokens_per_forward": round(self.tokens_per_forward, 3),
+            "drafted": self.drafted,
+            "accepted": self.accepted,
+            "acceptance_rate": round(self.acceptance_rate, 4),
+            "latency_ms": round(self.latency_s * 1000, 2),
+        }
+
+
+@dataclass
+class GenerationResult:
+    request_id: str
+    mode: Mode
+    text: str  # decoded output, cut before any stop string
+    token_ids: list[int]  # output tokens, stop token excluded
+    finish_reason: FinishReason
+    stats: DecodeStats
