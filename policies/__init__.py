@@ -1,0 +1,33 @@
+"""Routing policies: the typed schema, its validation, and the stores (YAML file, Redis) that
+serve, version, hot-reload and roll back the live policy. Names load on first use."""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Policy": "policies.schema",
+    "KeyOverride": "policies.schema",
+    "MODES": "policies.schema",
+    "TASKS": "policies.schema",
+    "PolicyStore": "policies.stores",
+    "FileStore": "policies.stores",
+    "RedisStore": "policies.stores",
+    "STORES": "policies.stores",
+    "load_store": "policies.stores",
+    "validate_policy": "policies.stores",
+    "default_policy": "policies.stores",
+    "PolicyError": "policies.errors",
+    "PolicyValidationError": "policies.errors",
+    "StaleVersionError": "policies.errors",
+    "PolicyNotFoundError": "policies.errors",
+    "PolicyStoreUnavailableError": "policies.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'policies' has no attribute {name!r}")

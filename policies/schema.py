@@ -1,0 +1,250 @@
+"""The routing policy: the operator's rules that turn the router's predictions into a decision.
+
+A `Policy` is plain data (pydantic, loaded from YAML or JSON); the router applies it in
+`router.decide`. Everything an operator may want to change without retraining lives here:
+the default mode per task type, how long an answer block mode may take, the confidence under
+which the router plays safe, denoising steps, which forced modes clients may ask for (by model
+alias or header), per-API-key overrides, the shadow-verification rate and load-aware routing.
+
+Notable choices:
+- Every field has a description (`docs/policies.md` is written from them) and every validator
+  names the valid values in its message, so a refused policy says exactly what to fix.
+- `version` is assigned by the store on write; a policy file may carry it but `apply` ignores it.
+- `route_for(task, tokens)` is the one place the task/length rule lives: the router uses it
+  for live decisions and `router.dataset` uses it to label the data set's expected mode.
+- API keys may be written in the clear or as `sha256:<hex digest>`, so a policy in Redis or in
+  git need not hold secrets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+Mode = Literal["block", "verified", "ar"]
+MODES: tuple[str, ...] = ("block", "verified", "ar")
+TASKS: tuple[str, ...] = ("extract", "classify", "summarize", "rewrite", "plan", "short_qa", "reason", "code", "write")
+AUTO = "auto"  # a model alias that lets the router choose
+
+DEFAULT_TASK_MODES: dict[str, str] = {
+    "extract": "block",
+    "classify": "block",
+    "summarize": "block",
+    "rewrite": "block",
+    "plan": "block",
+    "short_qa": "block",
+    "code": "verified",
+    "reason": "ar",
+    "write": "ar",
+}
+
+
+def _check_mode(value: str, what: str) -> str:
+    if value not in MODES:
+        raise ValueError(f"{what} must be one of {', '.join(MODES)}; got {value!r}")
+    return value
+
+
+def _check_task_keys(mapping: dict, what: str) -> None:
+    unknown = sorted(set(mapping) - set(TASKS))
+    if unknown:
+        raise ValueError(f"unknown task type(s) {', '.join(unknown)} in {what}; valid task types: {', '.join(TASKS)}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ForcingRules(_Strict):
+    """How clients may force a mode instead of letting the router choose."""
+
+    model_aliases: dict[str, str] = Field(
+        default_factory=lambda: {"tandem": AUTO, "tandem-block": "block", "tandem-verified": "verified", "tandem-ar": "ar"},
+        description="Model names the endpoint accepts and the mode each forces ('auto' lets the router decide). "
+        "A request for a model not listed here is refused with 400 model_not_found.",
+    )
+    allow_model_alias: bool = Field(
+        True, description="Whether a model alias other than 'auto' may force a mode; if false such a request gets 403."
+    )
+    header: str = Field("x-tandem-mode", description="Request header that may force a mode (matched case-insensitively).")
+    allow_header: bool = Field(
+        True, description="Whether the header may force a mode; if false a request that sends it gets 403."
+    )
+    allowed_modes: list[Mode] = Field(
+        default_factory=lambda: list(MODES),
+        description="Modes a client may force (by alias or header); forcing any other mode gets 403.",
+    )
+
+    @field_validator("model_aliases")
+    @classmethod
+    def _aliases(cls, v: dict[str, str]) -> dict[str, str]:
+        if not v:
+            raise ValueError("at least one model alias is needed, e.g. {'tandem': 'auto'}")
+        for name, mode in v.items():
+            if mode != AUTO and mode not in MODES:
+                raise ValueError(f"alias {name!r} maps to {mode!r}; valid targets: auto, {', '.join(MODES)}")
+        return v
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, v: str) -> str:
+        if not v or any(c.isspace() or c == ":" for c in v):
+            raise ValueError("header must be a non-empty HTTP header name without spaces or ':', e.g. 'x-tandem-mode'")
+        return v.lower()
+
+
+class KeyOverride(_Strict):
+    """What changes for requests that carry one API key."""
+
+    force_mode: Mode | None = Field(None, description="Always use this mode for the key (block, verified or ar); null: no forcing.")
+    task_modes: dict[str, Mode] = Field(
+        default_factory=dict, description="Default mode per task type for this key, laid over the policy's task_modes."
+    )
+    allow_forcing: bool | None = Field(
+        None, description="Overrides both allow_model_alias and allow_header for this key; null keeps the policy's."
+    )
+    confidence_floor: float | None = Field(
+        None, ge=0.0, le=1.0, description="This key's confidence floor in [0, 1]; null keeps the policy's."
+    )
+
+    @field_validator("task_modes")
+    @classmethod
+    def _tasks(cls, v: dict[str, str]) -> dict[str, str]:
+        _check_task_keys(v, "task_modes")
+        return v
+
+
+class LoadAware(_Strict):
+    """Load-aware routing: move work off a mode whose queue is nearly full. Off by default."""
+
+    enabled: bool = Field(False, description="Whether the router reads queue load at all.")
+    max_queue_ratio: float = Field(
+        0.8, gt=0.0, le=1.0, description="Queue fill (queued / capacity, in (0, 1]) above which a mode counts as overloaded."
+    )
+    spill_order: list[Mode] = Field(
+        default_factory=lambda: ["verified", "ar", "block"],
+        description="Modes tried, in order, when the chosen mode is overloaded; the first one under the ratio wins.",
+    )
+
+
+class Policy(_Strict):
+    """A versioned routing policy. See docs/policies.md for each field."""
+
+    version: int = Field(0, ge=0, description="Assigned by the store on every write (1, 2, ...); 0 for a policy never stored.")
+    description: str = Field("", description="Free text: what this version changes and why.")
+    canvas_sizes: list[int] = Field(
+        default_factory=lambda: [64, 128, 256],
+        description="Canvas sizes the model was trained on, ascending; a decision takes the smallest that holds the "
+        "predicted length (the largest when none does).",
+    )
+    task_modes: dict[str, Mode] = Field(
+        default_factory=lambda: dict(DEFAULT_TASK_MODES),
+        description="Default mode per task type (extract, classify, summarize, rewrite, plan, short_qa, reason, code, write).",
+    )
+    fallback_mode: Mode = Field("verified", description="Mode for a task type missing from task_modes.")
+    block_max_canvases: int = Field(
+        1, ge=1, le=64, description="Block mode only while the predicted length fits this many of the largest canvases."
+    )
+    long_mode: Mode = Field("ar", description="Mode used instead of block when the predicted length is over the block limit.")
+    confidence_floor: float = Field(
+        0.5, ge=0.0, le=1.0, description="Block mode needs a task-type probability at least this high; below it, safe_mode."
+    )
+    safe_mode: Mode = Field("verified", description="Mode used instead of block when the classifier is not confident.")
+    steps: int = Field(12, ge=1, le=256, description="Denoising steps per canvas (block mode and verified drafts).")
+    steps_by_task: dict[str, int] = Field(default_factory=dict, description="Per-task-type steps, overriding steps.")
+    forcing: ForcingRules = Field(default_factory=ForcingRules, description="Model aliases and the mode header.")
+    api_keys: dict[str, KeyOverride] = Field(
+        default_factory=dict,
+        description="Per-API-key overrides, keyed by the key itself or by 'sha256:<hex digest of the key>'.",
+    )
+    shadow_verify_rate: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of block decisions also verified by AR, only to measure acceptance."
+    )
+    load_aware: LoadAware = Field(default_factory=LoadAware, description="Load-aware routing (off by default).")
+
+    @field_validator("canvas_sizes")
+    @classmethod
+    def _canvases(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("canvas_sizes needs at least one size, e.g. [64, 128, 256]")
+        if any(c <= 0 for c in v) or v != sorted(set(v)):
+            raise ValueError(f"canvas_sizes must be positive and strictly ascending, e.g. [64, 128, 256]; got {v}")
+        return v
+
+    @field_validator("task_modes")
+    @classmethod
+    def _task_modes(cls, v: dict[str, str]) -> dict[str, str]:
+        _check_task_keys(v, "task_modes")
+        return v
+
+    @field_validator("steps_by_task")
+    @classmethod
+    def _steps(cls, v: dict[str, int]) -> dict[str, int]:
+        _check_task_keys(v, "steps_by_task")
+        for task, n in v.items():
+            if not 1 <= n <= 256:
+                raise ValueError(f"steps for {task!r} must be in 1..256; got {n}")
+        return v
+
+    @field_validator("api_keys")
+    @classmethod
+    def _keys(cls, v: dict[str, KeyOverride]) -> dict[str, KeyOverride]:
+        for key in v:
+            if key.startswith("sha256:") and (len(key) != 71 or any(c not in "0123456789abcdef" for c in key[7:])):
+                raise ValueError(f"{key[:15]}... is not 'sha256:' followed by 64 lowercase hex digits")
+        return v
+
+    @model_validator(mode="after")
+    def _cross(self) -> Policy:
+        if self.load_aware.enabled and not self.load_aware.spill_order:
+            raise ValueError("load_aware.spill_order must name at least one mode (block, verified, ar) when enabled")
+        return self
+
+    # --- rules used by the router ---------------------------------------------------------------
+
+    @property
+    def block_limit_tokens(self) -> int:
+        """The longest predicted answer block mode may take."""
+        return self.block_max_canvases * self.canvas_sizes[-1]
+
+    def canvas_for(self, tokens: int) -> int:
+        """The smallest canvas that holds `tokens`; the largest when none does."""
+        for c in self.canvas_sizes:
+            if tokens <= c:
+                return c
+        return self.canvas_sizes[-1]
+
+    def steps_for(self, task: str) -> int:
+        return self.steps_by_task.get(task, self.steps)
+
+    def key_override(self, api_key: str | None) -> KeyOverride | None:
+        if not api_key or not self.api_keys:
+            return None
+        hit = self.api_keys.get(api_key)
+        if hit is None:
+            hit = self.api_keys.get("sha256:" + hashlib.sha256(api_key.encode()).hexdigest())
+        return hit
+
+    def route_for(self, task: str, tokens: int, task_modes: dict[str, str] | None = None) -> tuple[str, str]:
+        """Mode for a task type and an (upper-bound) answer length, ignoring confidence.
+        Returns (mode, rule) where rule is 'task_default' or 'long_output'."""
+        mode = (task_modes or {}).get(task) or self.task_modes.get(task, self.fallback_mode)
+        if mode == "block" and tokens > self.block_limit_tokens:
+            return self.long_mode, "long_output"
+        return mode, "task_default"
+
+    def content(self) -> dict:
+        """The policy as plain data without its version (what a write stores)."""
+        return self.model_dump(mode="json", exclude={"version"})
+
+
+def flatten_errors(exc: ValidationError) -> list[str]:
+    """pydantic errors as `field.path: message` lines."""
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(policy)"
+        msg = err["msg"].removeprefix("Value error, ")
+        out.append(f"{loc}: {msg}")
+    return out
