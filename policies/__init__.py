@@ -12,6 +12,7 @@ _EXPORTS = {
     "TASKS": "policies.schema",
     "PolicyStore": "policies.stores",
     "FileStore": "policies.stores",
+    "MemoryStore": "policies.stores",
     "RedisStore": "policies.stores",
     "STORES": "policies.stores",
     "load_store": "policies.stores",

@@ -163,9 +163,11 @@ def register_store(name: str) -> Callable[[type[PolicyStore]], type[PolicyStore]
 
 
 def store_kind(source: str) -> str:
-    """Which registered store a source string names: redis:// URLs -> redis, paths -> file."""
+    """Which registered store a source string names: redis:// URLs -> redis, `memory:` -> memory, paths -> file."""
     if source.startswith(("redis://", "rediss://", "unix://")):
         return "redis"
+    if source.startswith("memory:"):
+        return "memory"
     return "file"
 
 
@@ -178,6 +180,8 @@ def load_store(source: str | os.PathLike | None = None, **kwargs) -> PolicyStore
         raise PolicyError(f"no policy store named {kind!r}; registered: {', '.join(sorted(STORES))}")
     if source.startswith("file://"):
         source = source[len("file://") :]
+    if kind == "memory":
+        return STORES[kind](kwargs.pop("policy", None), **kwargs)
     return STORES[kind](source, **kwargs)
 
 
@@ -514,3 +518,35 @@ class RedisStore(PolicyStore):
             self._thread.join(timeout=2.0)
         with contextlib.suppress(Exception):
             self.client.close()
+
+
+# --- in memory -----------------------------------------------------------------------------------
+
+
+@register_store("memory")
+class MemoryStore(PolicyStore):
+    """A policy held in this process only (evaluation, benchmarks, tests of the router's rules).
+    Source string `memory:`; starts from the given policy or the shipped default."""
+
+    def __init__(self, source: str | Policy | dict | None = None):
+        start = source if isinstance(source, (Policy, dict)) else None
+        self._policy = validate_policy(start) if start is not None else default_policy()
+        self._history = [PolicyRecord(self._policy.version, self._policy.content(), time.time(), "initial")]
+
+    def describe(self) -> str:
+        return "memory:"
+
+    def current(self) -> Policy:
+        return self._policy
+
+    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "") -> Policy:
+        new = validate_policy(policy)
+        cur = self._policy.version
+        if expect_version is not None and expect_version != cur:
+            raise StaleVersionError(expect_version, cur)
+        self._policy = new.model_copy(update={"version": cur + 1})
+        self._history.append(PolicyRecord(self._policy.version, self._policy.content(), time.time(), note))
+        return self._policy
+
+    def history(self) -> list[PolicyRecord]:
+        return list(self._history)

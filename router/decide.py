@@ -1,0 +1,156 @@
+"""`Router.decide(request)`: the learned model's prediction plus the live policy -> a Decision.
+
+Order of the rules (each named in `Decision.rule`):
+
+1. Forcing. The model alias must be one the policy serves (else 400 model_not_found); a
+   `x-tandem-mode` header (name set by the policy) must say auto/block/verified/ar (else 400).
+   An API key with `force_mode` wins over anything the client asks (`api_key`). Otherwise a
+   forcing alias (`forced_model`) or header (`forced_header`) is honoured if the policy (or the
+   key's `allow_forcing`) allows it and the mode is in `allowed_modes`, else 403. Alias and header
+   asking for different modes is a 400.
+2. Prediction: task type, its calibrated probability, p90 answer length (capped by max_tokens).
+3. `task_default`: the key's task_modes over the policy's task_modes (fallback_mode if absent).
+4. `long_output`: block with a predicted length over block_max_canvases x largest canvas -> long_mode.
+5. `low_confidence`: block with confidence under the floor (the key's, else the policy's) -> safe_mode.
+6. `load`: with load_aware enabled and queue ratios given, an overloaded mode spills to the
+   first mode in spill_order under max_queue_ratio. Forced modes never move.
+7. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
+   decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
+
+The policy is read from the store on every call (a pointer read; a file store stats at most
+every check interval), so a new policy version applies to the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from router.errors import RouterError
+from router.features import extract_features
+from router.types import Decision, Prediction, RouteRequest
+
+_FORCED_RULES = {"model": "forced_model", "header": "forced_header", "api_key": "api_key"}
+_MODES = ("block", "verified", "ar")
+
+
+def unit_draw(request_id: str) -> float:
+    """A uniform number in [0, 1) fixed by the request id (same id, same draw, in every replica)."""
+    return int.from_bytes(hashlib.blake2b(request_id.encode(), digest_size=8).digest(), "big") / 2.0**64
+
+
+class Router:
+    """Routes requests with a learned model and a policy store.
+
+    `model`: a `router.model.RouterModel` (default: the shipped router/models/default.skops).
+    `store`: a `policies.PolicyStore`, a `Policy` (held in memory), or None for
+    `policies.load_store(policy_source)` ($TANDEM_POLICY_SOURCE or policies/default.yaml)."""
+
+    def __init__(self, model=None, store=None, *, model_path=None, policy_source: str | None = None, **store_kwargs):
+        from policies.schema import Policy
+        from policies.stores import MemoryStore, load_store
+
+        if model is None:
+            from router.model import load_model
+
+            model = load_model(model_path)
+        self.model = model
+        if store is None:
+            store = load_store(policy_source, **store_kwargs)
+        elif isinstance(store, Policy):
+            store = MemoryStore(store)
+        self.store = store
+
+    @property
+    def policy(self):
+        return self.store.current()
+
+    def predict(self, request: RouteRequest) -> Prediction:
+        f = extract_features(request.messages, request.max_tokens, request.response_format, request.tools, request.stop)
+        return self.model.predict(f)
+
+    def decide(self, request: RouteRequest | dict[str, Any], load: dict[str, float] | None = None) -> Decision:
+        """The decision for one request. `load` maps a mode to its queue fill (queued / capacity),
+        read only when the policy's load_aware is enabled. Raises RouterError for refused requests."""
+        req = request if isinstance(request, RouteRequest) else RouteRequest.model_validate(request)
+        policy = self.store.current()
+        override = policy.key_override(req.api_key)
+        forced, forced_by = self._forced(req, policy, override)
+
+        pred = self.predict(req)
+        tokens = min(pred.predicted_tokens, req.max_tokens) if req.max_tokens else pred.predicted_tokens
+        task, conf = pred.task, pred.confidence
+        moved = False
+        if forced is not None:
+            mode, rule = forced, _FORCED_RULES[forced_by]
+            why = {"model": f"model {req.model!r} forces {mode}", "header": f"header {policy.forcing.header} forces {mode}",
+                   "api_key": f"API key override forces {mode}"}[forced_by]
+        else:
+            mode, rule = policy.route_for(task, tokens, override.task_modes if override else None)
+            if rule == "long_output":
+                why = f"task {task} defaults to block but p90 {tokens} tokens > block limit {policy.block_limit_tokens}; {mode}"
+            else:
+                src = "key task_modes" if override and task in override.task_modes else "task_modes"
+                why = f"task {task} -> {mode} ({src})"
+            floor = override.confidence_floor if override and override.confidence_floor is not None else policy.confidence_floor
+            if mode == "block" and conf < floor:
+                mode, rule = policy.safe_mode, "low_confidence"
+                why = f"task {task} at confidence {conf:.2f} < floor {floor:.2f}; safe mode {mode}"
+            la = policy.load_aware
+            if la.enabled and load and load.get(mode, 0.0) > la.max_queue_ratio:
+                for alt in la.spill_order:
+                    if alt != mode and load.get(alt, 0.0) <= la.max_queue_ratio:
+                        why = f"{why}; {mode} queue at {load[mode]:.2f} > {la.max_queue_ratio:.2f}, spilled to {alt}"
+                        mode, rule, moved = alt, "load", True
+                        break
+        canvas = policy.canvas_for(tokens) if mode != "ar" else None
+        steps = policy.steps_for(task) if mode != "ar" else None
+        shadow = mode == "block" and policy.shadow_verify_rate > 0 and unit_draw(req.request_id) < policy.shadow_verify_rate
+        if canvas is not None:
+            why = f"{why}; p90 {tokens} tokens -> canvas {canvas}, {steps} steps"
+        return Decision(
+            mode=mode, canvas=canvas, steps=steps, reason=why, rule=rule, task=task, predicted_tokens=int(tokens),
+            confidence=round(conf, 4), policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
+            load_aware=moved, request_id=req.request_id,
+        )
+
+    @staticmethod
+    def _forced(req: RouteRequest, policy, override) -> tuple[str | None, str | None]:
+        rules = policy.forcing
+        target = rules.model_aliases.get(req.model)
+        if target is None:
+            served = ", ".join(sorted(rules.model_aliases))
+            raise RouterError(400, "model_not_found", f"model {req.model!r} is not served here; available: {served}", "model")
+        header_mode = None
+        for name, value in req.headers.items():
+            if name.lower() == rules.header:
+                v = str(value).strip().lower()
+                if v not in _MODES and v != "auto":
+                    raise RouterError(400, "invalid_mode_header", f"header {rules.header} must be auto, block, verified or ar; got {value!r}", rules.header)
+                header_mode = None if v == "auto" else v
+                break
+        if override is not None and override.force_mode is not None:
+            return override.force_mode, "api_key"
+        model_mode = None if target == "auto" else target
+        if model_mode and header_mode and model_mode != header_mode:
+            raise RouterError(400, "conflicting_mode", f"model {req.model!r} forces {model_mode} but header {rules.header} asks for {header_mode}", rules.header)
+        key_allows = override.allow_forcing if override is not None else None
+        if model_mode:
+            if not (rules.allow_model_alias if key_allows is None else key_allows):
+                raise RouterError(403, "mode_forcing_disabled", f"this policy does not let model {req.model!r} force a mode; use an auto alias", "model")
+            if model_mode not in rules.allowed_modes:
+                raise RouterError(403, "mode_not_allowed", f"forcing {model_mode} is not allowed; allowed: {', '.join(rules.allowed_modes)}", "model")
+            return model_mode, "model"
+        if header_mode:
+            if not (rules.allow_header if key_allows is None else key_allows):
+                raise RouterError(403, "mode_header_disabled", f"this policy does not accept the {rules.header} header", rules.header)
+            if header_mode not in rules.allowed_modes:
+                raise RouterError(403, "mode_not_allowed", f"forcing {header_mode} is not allowed; allowed: {', '.join(rules.allowed_modes)}", rules.header)
+            return header_mode, "header"
+        return None, None
+
+    def status(self) -> dict:
+        return {"policy": self.store.status(), "model": {k: self.model.meta.get(k) for k in ("feature_version", "data_sha256", "trained_at")}}
+
+    def close(self) -> None:
+        self.store.close()

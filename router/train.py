@@ -1,0 +1,184 @@
+"""Train and evaluate the router model (`tandem router train` / `tandem router evaluate`).
+
+`fit(records)` trains the calibrated task classifier and the p90 length regressor on data-set
+lines (see router/dataset.py for the format). `evaluate(model, records)` reports task accuracy,
+a per-class report, the confusion matrix, mode agreement (what the default policy decides with
+this model vs the labeled mode) and length coverage (share of answers within the predicted p90).
+`train(...)` does both, with the held-out split, and saves the model with its metadata.
+
+Everything runs single-threaded (n_jobs=1): the machine is shared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from router.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
+from router.features import FEATURE_VERSION, NUMERIC_FEATURES, features_of
+from router.model import QUANTILE, RouterModel, build_classifier, build_length_regressor, length_inputs, save_model, slim, to_matrix
+
+
+def data_hash(records: list[dict]) -> str:
+    h = hashlib.sha256()
+    for r in records:
+        h.update(json.dumps(r, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def fit(records: list[dict], seed: int = 0) -> RouterModel:
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    feats = [features_of(r) for r in records]
+    X = to_matrix(feats)
+    y = np.array([r["task"] for r in records])
+    clf = build_classifier(seed=seed)
+    # Out-of-fold probabilities: the length model must learn from the uncertainty it will see live.
+    cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=seed)
+    oof = cross_val_predict(build_classifier(seed=seed), X, y, cv=cv, method="predict_proba", n_jobs=1)
+    clf.fit(X, y)
+    slim(clf)
+    lengths = np.log1p(np.array([r["output_tokens"] for r in records], dtype=np.float64))
+    reg = build_length_regressor(seed)
+    reg.fit(length_inputs(oof, feats), lengths)
+    import sklearn
+    import skops
+
+    meta = {
+        "feature_version": FEATURE_VERSION,
+        "numeric_features": list(NUMERIC_FEATURES),
+        "classes": [str(c) for c in clf.classes_],
+        "length_quantile": QUANTILE,
+        "n_train": len(records),
+        "data_sha256": data_hash(records),
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sklearn": sklearn.__version__,
+        "skops": skops.__version__,
+    }
+    return RouterModel(clf, reg, meta)
+
+
+def evaluate(model: RouterModel, records: list[dict], policy=None) -> dict:
+    """Metrics on labeled records; `policy` (default: the shipped one) decides the modes."""
+    from sklearn.metrics import classification_report, confusion_matrix
+
+    from policies.stores import default_policy
+    from router.decide import Router
+
+    policy = policy or default_policy()
+    router = Router(model=model, store=policy)
+    out: dict = {"n": len(records), "policy_version": policy.version}
+    tasks_true, tasks_pred, modes_true, modes_pred, covered, fit_true, fit_pred = [], [], [], [], [], [], []
+    limit = policy.block_limit_tokens
+    for j, r in enumerate(records):
+        req = {k: r[k] for k in ("messages", "max_tokens", "response_format", "tools", "stop") if r.get(k) is not None}
+        d = router.decide({**req, "request_id": r.get("id", str(j))})
+        if r.get("task"):
+            tasks_true.append(r["task"])
+            tasks_pred.append(d.task)
+        label_mode = r.get("mode")
+        if label_mode is None and r.get("task") and r.get("output_tokens"):
+            label_mode = policy.route_for(r["task"], r["output_tokens"])[0]
+        if label_mode:
+            modes_true.append(label_mode)
+            modes_pred.append(d.mode)
+        if r.get("output_tokens"):
+            covered.append(r["output_tokens"] <= d.predicted_tokens)
+            fit_true.append(r["output_tokens"] <= limit)
+            fit_pred.append(d.predicted_tokens <= limit)
+    if tasks_true:
+        labels = sorted(set(tasks_true) | set(tasks_pred))
+        out["accuracy"] = float(np.mean(np.array(tasks_true) == np.array(tasks_pred)))
+        out["per_class"] = classification_report(tasks_true, tasks_pred, labels=labels, output_dict=True, zero_division=0)
+        out["labels"] = labels
+        out["confusion"] = confusion_matrix(tasks_true, tasks_pred, labels=labels).tolist()
+    if modes_true:
+        out["mode_agreement"] = float(np.mean(np.array(modes_true) == np.array(modes_pred)))
+        mlabels = ["block", "verified", "ar"]
+        out["mode_confusion"] = {"labels": mlabels, "matrix": confusion_matrix(modes_true, modes_pred, labels=mlabels).tolist()}
+    if covered:
+        out["length_coverage"] = float(np.mean(covered))  # share of answers within predicted p90 (target ~0.9)
+        out["block_fit_agreement"] = float(np.mean(np.array(fit_true) == np.array(fit_pred)))  # fits-the-block-limit, predicted vs true
+    return out
+
+
+def format_report(rep: dict) -> str:
+    lines = [f"examples: {rep['n']}"]
+    if "accuracy" in rep:
+        lines.append(f"task accuracy: {rep['accuracy']:.4f}")
+        lines.append("")
+        lines.append(f"{'task':<10} {'precision':>9} {'recall':>7} {'f1':>6} {'support':>7}")
+        for lab in rep["labels"]:
+            c = rep["per_class"][lab]
+            lines.append(f"{lab:<10} {c['precision']:>9.3f} {c['recall']:>7.3f} {c['f1-score']:>6.3f} {int(c['support']):>7}")
+        lines.append("")
+        lines.append("confusion (rows: true, columns: predicted)")
+        short = [lab[:6] for lab in rep["labels"]]
+        lines.append(f"{'':<10} " + " ".join(f"{s:>6}" for s in short))
+        for lab, row in zip(rep["labels"], rep["confusion"]):
+            lines.append(f"{lab:<10} " + " ".join(f"{v:>6}" for v in row))
+    if "mode_agreement" in rep:
+        lines.append("")
+        lines.append(f"mode agreement (policy v{rep['policy_version']}): {rep['mode_agreement']:.4f}")
+        mc = rep["mode_confusion"]
+        lines.append(f"{'':<10} " + " ".join(f"{s:>8}" for s in mc["labels"]))
+        for lab, row in zip(mc["labels"], mc["matrix"]):
+            lines.append(f"{lab:<10} " + " ".join(f"{v:>8}" for v in row))
+    if "length_coverage" in rep:
+        lines.append("")
+        lines.append(f"length: {rep['length_coverage']:.3f} of answers within predicted p90; "
+                     f"fits-block-limit agreement {rep['block_fit_agreement']:.3f}")
+    return "\n".join(lines)
+
+
+def redis_records(url: str, stream: str | None = None, count: int | None = None) -> list[dict]:
+    import redis
+
+    from router.decisions_log import STREAM, read_decisions, to_training_record
+
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        recs = [to_training_record(e) for e in read_decisions(client, stream or STREAM, count=count)]
+    finally:
+        client.close()
+    return [r for r in recs if r is not None]
+
+
+def train(
+    data: str | Path | None = None,
+    out: str | Path | None = None,
+    test: str | Path | None = None,
+    from_redis: str | None = None,
+    redis_stream: str | None = None,
+    base: bool = True,
+    seed: int = 0,
+) -> tuple[RouterModel, dict, Path]:
+    """Fit on `data` (default: the shipped train split) plus, with `from_redis`, the logged
+    decisions; evaluate on `test` (default: the shipped held-out split); save to `out`."""
+    from router.model import DEFAULT_MODEL_PATH
+
+    records = load_jsonl(data or TRAIN_PATH) if base else []
+    n_redis = 0
+    if from_redis:
+        extra = redis_records(from_redis, redis_stream)
+        n_redis = len(extra)
+        records += extra
+    if len({r["task"] for r in records}) < 2:
+        raise ValueError(f"need labeled examples of at least two task types; got {len(records)} examples")
+    model = fit(records, seed=seed)
+    test_path = Path(test or TEST_PATH)
+    report = evaluate(model, load_jsonl(test_path)) if test_path.exists() else {}
+    model.meta["n_from_redis"] = n_redis
+    model.meta["test_data"] = test_path.name if report else None
+    model.meta["metrics"] = {k: report[k] for k in ("accuracy", "mode_agreement", "length_coverage", "block_fit_agreement") if k in report}
+    if report:
+        model.meta["metrics"]["per_class_f1"] = {lab: round(report["per_class"][lab]["f1-score"], 4) for lab in report["labels"]}
+    out_path = Path(out) if out else DEFAULT_MODEL_PATH
+    if out_path.suffix != ".skops":
+        out_path = out_path / "default.skops"
+    save_model(model, out_path)
+    return model, report, out_path

@@ -1,0 +1,84 @@
+"""Typed input and output of the router: `RouteRequest` (the parts of an OpenAI chat request that
+routing reads, plus headers, API key and request id) and `Decision` (the route and why)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Mode = Literal["block", "verified", "ar"]
+
+
+class RouteRequest(BaseModel):
+    """What the router needs from one chat completion request. Extra OpenAI fields are ignored,
+    so a whole request body validates as a RouteRequest."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    messages: list[dict[str, Any]] = Field(..., min_length=1, description="Chat turns: {'role', 'content'}; content is text or a list of parts.")
+    model: str = Field("tandem", description="Model alias: 'tandem' lets the router choose; 'tandem-block' etc. force a mode.")
+    max_tokens: int | None = Field(None, ge=1, description="Cap on output tokens; caps the predicted length too.")
+    response_format: dict[str, Any] | None = Field(None, description="OpenAI response_format: {'type': 'text'|'json_object'|'json_schema', ...}.")
+    tools: list[dict[str, Any]] | None = Field(None, description="OpenAI tool definitions offered to the model.")
+    stop: list[str] | None = Field(None, description="Stop sequences (a single string is accepted).")
+    headers: dict[str, str] = Field(default_factory=dict, description="Request headers; names are matched case-insensitively.")
+    api_key: str | None = Field(None, description="The caller's API key, for per-key policy overrides.")
+    request_id: str = Field(default_factory=lambda: uuid.uuid4().hex, description="Seeds the shadow-verification draw.")
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _stop(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, v: list[dict]) -> list[dict]:
+        for j, m in enumerate(v):
+            if "role" not in m:
+                raise ValueError(f"messages[{j}] needs a 'role' (system, user, assistant or tool)")
+        return v
+
+    @classmethod
+    def from_prompt(cls, prompt: str, system: str | None = None, **kw) -> RouteRequest:
+        msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        return cls(messages=msgs, **kw)
+
+
+class Decision(BaseModel):
+    """The route for one request, with its explanation."""
+
+    mode: Mode = Field(..., description="Decoding mode: block, verified or ar.")
+    canvas: int | None = Field(..., description="Canvas size for block/verified (smallest that holds predicted_tokens); null for ar.")
+    steps: int | None = Field(..., description="Denoising steps per canvas for block/verified; null for ar.")
+    reason: str = Field(..., description="Human-readable explanation of the decision.")
+    rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, forced_model, forced_header, api_key, load.")
+    task: str = Field(..., description="Predicted task type.")
+    predicted_tokens: int = Field(..., description="Predicted high-quantile (p90) answer length, capped by max_tokens.")
+    confidence: float = Field(..., description="Calibrated probability of the predicted task type.")
+    policy_version: int = Field(..., description="Version of the policy that decided.")
+    shadow_verify: bool = Field(False, description="Block answer to be verified by AR too, only to measure acceptance.")
+    forced_by: Literal["model", "header", "api_key"] | None = Field(None, description="What forced the mode, if anything.")
+    load_aware: bool = Field(False, description="Whether queue load moved the request off its first-choice mode.")
+    request_id: str = Field("", description="The request's id.")
+
+    def headers(self) -> dict[str, str]:
+        """Response headers the gateway adds."""
+        return {
+            "x-tandem-mode": self.mode,
+            "x-tandem-task": self.task,
+            "x-tandem-policy-version": str(self.policy_version),
+            "x-tandem-route-reason": self.rule,
+        }
+
+
+@dataclass(slots=True)
+class Prediction:
+    """What the learned model says about one request."""
+
+    task: str  # most likely task type
+    confidence: float  # its calibrated probability
+    probabilities: dict[str, float]  # every task type's calibrated probability
+    predicted_tokens: int  # high-quantile answer length (before any max_tokens cap)
