@@ -294,13 +294,13 @@ def greedy_ar(model, tokenizer, prompt_ids: list[int], max_new_tokens: int) -> l
 
 
 @torch.no_grad()
-def block_decode(model, tokenizer, prompt_ids: list[int], canvas: int, steps: int = 12, seed: int = 0) -> list[int]:
-    """Block mode through the library's `generate()`, one canvas of `canvas` tokens (batch 1)."""
+def block_decode(model, tokenizer, prompt_ids: list[int], canvas: int, steps: int = 12, seed: int = 0, canvases: int = 1) -> list[int]:
+    """Block mode through the library's `generate()`: up to `canvases` canvases of `canvas` tokens (batch 1)."""
     saved = model.config.canvas_length
     model.config.canvas_length = canvas
     try:
         torch.manual_seed(seed)
-        out = model.generate(torch.tensor([prompt_ids]), max_new_tokens=canvas, max_denoising_steps=steps)
+        out = model.generate(torch.tensor([prompt_ids]), max_new_tokens=canvas * canvases, max_denoising_steps=steps)
     finally:
         model.config.canvas_length = saved
     seq = out.sequences if hasattr(out, "sequences") else out
@@ -312,8 +312,9 @@ def block_decode(model, tokenizer, prompt_ids: list[int], canvas: int, steps: in
     return new
 
 
-def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = ("ar", "block")) -> dict:
-    """Exact match per family and mode on `items` (block mode for short families only)."""
+def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = ("ar", "block"), long_block: bool = False, steps: int = 12) -> dict:
+    """Exact match per family and mode on `items`. Long families run in block mode only with `long_block`
+    (consecutive 256-token canvases)."""
     was_training = model.training
     model.eval()
     results: dict[str, dict[str, list[bool]]] = {}
@@ -321,12 +322,14 @@ def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = (
         prompt = encode_prompt(tokenizer, item.messages)
         n = item.output_tokens or item.count_tokens(tokenizer)
         for mode in modes:
-            if mode == "block" and FAMILIES[item.family].long:
+            if mode == "block" and FAMILIES[item.family].long and not long_block:
                 continue
             if mode == "ar":
                 ids = greedy_ar(model, tokenizer, prompt, max_new_tokens=n + 8)
+            elif FAMILIES[item.family].long:
+                ids = block_decode(model, tokenizer, prompt, canvas=CANVAS_SIZES[-1], steps=steps, canvases=n_canvases(n))
             else:
-                ids = block_decode(model, tokenizer, prompt, canvas=canvas_size_for(n))
+                ids = block_decode(model, tokenizer, prompt, canvas=canvas_size_for(n), steps=steps)
             text = tokenizer.decode(ids, skip_special_tokens=True)
             results.setdefault(mode, {}).setdefault(item.family, []).append(score(item, text).exact)
     model.train(was_training)
