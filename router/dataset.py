@@ -726,6 +726,136 @@ class Gen:
         sys = self.c(["You are a creative writing assistant. Write rich, detailed prose.", "You write long-form marketing copy."])
         return Sample("write", self.c([f"Something about {self.c(TOPICS)}, long form.", f"A story set in {self.c(CITIES)}.", f"Landing page copy for a {self.c(PRODUCTS)} brand."]), self.i(300, 700), system=sys)
 
+    # --- shared payloads: the same kinds of text under every task's instructions ------------------
+    def payload(self) -> str:
+        """A text to work on, from a pool shared by all task types, so that the words of the
+        instruction - not the payload - tell the task apart."""
+        k = self.i(0, 13)
+        name, city, company, prod = self.name(), self.c(CITIES), self.c(COMPANIES), self.c(PRODUCTS)
+        first = name.split()[0]
+        if k == 0:
+            return f"{name} is {self.i(20, 70)} years old and works as a {self.c(JOBS)} at {company} in {city}."
+        if k == 1:
+            return f"{prod.title()}, ${self.i(10, 900)}.{self.i(10, 99)}, {self.c(['black', 'white', 'blue'])}, {self.i(1, 3)}-year warranty, ships from {city}."
+        if k == 2:
+            return f"Hi {first}, {self.prose(self.i(1, 3))} Best, {self.c(FIRST)}"
+        if k == 3:
+            return "; ".join(self.fill(s).rstrip(".") for s in self.r.sample(FILLER, self.i(2, 5))) + "."
+        if k == 4:
+            return self.review()[0]
+        if k == 5:
+            return self.c(self.c(list(TICKETS.values()))).capitalize() + "."
+        if k == 6:
+            return self.c([f"Your flight {self.c(['LH', 'BA', 'AF', 'UA'])}{self.i(100, 999)} departs {self.i(6, 22)}:{self.i(10, 59)} from gate {self.c('ABCD')}{self.i(1, 40)}.",
+                           f"Your code is {self.i(100000, 999999)}. It expires in {self.i(5, 15)} minutes.",
+                           f"Package {self.i(10**8, 10**9)} will arrive {self.c(['today', 'tomorrow', 'on Friday'])} between {self.i(8, 12)} and {self.i(13, 18)}."])
+        if k == 7:
+            return f"{self.c(['FreshMart', 'Corner Cafe', 'BuildIt', 'PageTurner Books'])} {self.i(1, 28):02d}/{self.i(1, 12):02d}/2024 {self.i(1, 6)} items Total {self.i(3, 250)}.{self.i(10, 99)}"
+        if k == 8:
+            return f"{self.i(1, 999)} {self.c(['Baker', 'Elm', 'Harbor', 'Station'])} Street, {city} {self.i(10000, 99999)}, {self.c(COUNTRIES)[0]}"
+        if k == 9:
+            return (f"We propose a {self.c(['simple', 'new', 'scalable'])} method for {self.c(['faster training', 'cheaper inference', 'better retrieval'])} "
+                    f"and show a {self.i(2, 9)}x speedup with {self.c(['no', 'little', 'a small'])} loss in accuracy on {self.i(3, 12)} benchmarks.")
+        if k == 10:
+            a, b = self.c(FIRST), self.c(FIRST)
+            return " ".join(f"{x}: {y}" for x, y in zip([a, b, a, b], self.r.sample(["deploy failed", "rollback done", "root cause was a missing env var",
+                            "adding a check to CI", "who is on call?", "I'll write the postmortem", "customers noticed at 9am", "fixed now"], 4)))
+        if k == 11:
+            return self.c(["The hero leaves his village, fights a dragon, loses his sword and returns home wiser.",
+                           f"A {self.c(JOBS)} in {city} finds an old letter and tracks down its author.",
+                           "Two rival bakers are forced to share a kitchen and end up opening a shop together."])
+        if k == 12:
+            return f"{self.c(JOBS).title()} wanted at {company}, {city} ({self.c(['remote', 'hybrid', 'on-site'])}). Salary {self.i(40, 120)}-{self.i(121, 180)}k."
+        return self.prose(self.i(2, 5))
+
+    def mixed(self, task: str) -> Sample:
+        """An instruction from a wide set of phrasings around a shared payload."""
+        text = self.payload()
+        n = approx_tokens(text)
+        if task == "extract":
+            f = self.r.sample(["name", "date", "total", "city", "price", "email", "company", "title", "time", "location", "amount", "phone", "age", "salary"], self.i(1, 4))
+            fl = ", ".join(f)
+            ins = self.c([f"Extract the {fl} as JSON", f"Pull out the {fl} from this", f"Get me the {fl}. JSON please", f"Identify the {fl} and output a JSON object",
+                          f"Return JSON with fields {fl} for this", f"Parse this into structured fields ({fl})", f"Grab the {fl} from the text below as a json object",
+                          f"What are the {fl} here? Reply with JSON", f"Fill in a JSON record ({fl}) from", f"find the {fl} and give them as key/value pairs",
+                          f"Capture {fl} from this message into JSON", "List every number in this text as a JSON array", "Extract all the entities (people, places, organizations) as JSON",
+                          f"Convert this into a JSON object with keys {fl}"])
+            tokens = 4 + 8 * len(f) if "every" not in ins and "entities" not in ins else self.i(20, 90)
+        elif task == "classify":
+            labels = self.c([["positive", "negative", "neutral"], ["urgent", "not urgent"], ["spam", "not spam"], ["question", "complaint", "praise"],
+                             ["billing", "technical", "other"], ["personal", "work", "promotion"], ["yes", "no"], ["english", "french", "german", "spanish"]])
+            ls = ", ".join(labels)
+            ins = self.c([f"Classify this as one of: {ls}", f"Is this {' or '.join(labels)}?", f"Label the text ({ls})", f"Categorize the following - {ls}",
+                           f"Which category fits best: {ls}?", f"Tag this message with one label from [{ls}]", f"Pick one: {ls}. Text",
+                           f"Determine whether this is {' or '.join(labels)}", f"Triage this into {ls}", f"Sentiment? ({ls})", f"Route this to one of {ls}"])
+            tokens = self.i(1, 4)
+        elif task == "summarize":
+            ins, tokens = self.c([("Summarize this in one sentence", (14, 35)), ("tl;dr", (12, 35)), ("Sum up the key points", (25, 70)), ("Give me the gist", (15, 45)),
+                                  ("Recap this briefly", (20, 55)), ("Condense this into a single line", (12, 30)), ("What's this about, in a nutshell?", (15, 40)),
+                                  ("Summarise in two lines", (25, 55)), ("Write a brief overview of", (30, 80)), ("Give me the main takeaways", (25, 75)),
+                                  ("Summarize the following in three bullet points", (30, 60)), ("Boil this down", (12, 40))])
+            tokens = self.i(*tokens)
+        elif task == "rewrite":
+            ins, fac = self.c([("Rewrite this more politely", (1.0, 1.3)), ("Make this sound more professional", (1.0, 1.3)), ("Rephrase", (0.9, 1.1)),
+                               ("Paraphrase this", (0.9, 1.1)), ("Reword the following", (0.9, 1.1)), (f"Translate to {self.c(['Spanish', 'French', 'German', 'Italian', 'Dutch'])}", (1.1, 1.4)),
+                               ("Polish this text", (0.95, 1.15)), ("Proofread and correct", (0.95, 1.05)), ("Simplify this for a child", (0.9, 1.3)),
+                               ("Make it punchier", (0.6, 0.9)), ("Tone this down", (0.9, 1.1)), ("Turn this into a formal complaint", (1.1, 1.6)),
+                               ("Edit this for clarity", (0.9, 1.1)), ("Make this shorter", (0.4, 0.7)), ("Rewrite in the first person", (0.95, 1.1))])
+            tokens = int(n * self.r.uniform(*fac)) + self.i(2, 6)
+        else:
+            raise ValueError(task)
+        user = self.c([f"{ins}: {text}", f"{ins}.\n\n{text}", f"{text}\n\n{ins}.", f"{ins}:\n\"{text}\"", f"{ins}\n---\n{text}"])
+        return Sample(task, user, tokens)
+
+    def extra(self, task: str) -> Sample:
+        """More phrasings for the task types whose input is not a payload."""
+        if task == "short_qa":
+            q = self.c(["Who painted {art}?", "what is the tallest mountain in {continent}", "How many players are on a {sport} team?", "Which planet is {planet}?",
+                        "What is the plural of {word}?", "What's the speed of {thing}?", "When was {tech} first released?", "Who invented {inv}?",
+                        "What is the largest {big} in the world?", "how do you say {phrase} in {lang}", "What's the population of {city}, roughly?",
+                        "Which ocean is the {adj}?", "How old is the universe?", "what's the main ingredient in {dish}"])
+            q = q.format(art=self.c(["the Mona Lisa", "Starry Night", "Guernica", "The Scream"]), continent=self.c(["Africa", "Europe", "South America", "Asia"]),
+                         sport=self.c(["soccer", "basketball", "rugby", "volleyball"]), planet=self.c(["closest to the sun", "the largest", "known as the red planet"]),
+                         word=self.c(["cactus", "mouse", "octopus", "criterion"]), thing=self.c(["light", "sound"]), tech=self.c(["Python", "Linux", "the iPhone", "Windows"]),
+                         inv=self.c(["the telephone", "the light bulb", "the World Wide Web", "penicillin"]), big=self.c(["desert", "country", "lake", "animal"]),
+                         phrase=self.c(["thank you", "good morning", "cheers"]), lang=self.c(["Japanese", "Italian", "Swahili"]), city=self.c(CITIES),
+                         adj=self.c(["largest", "deepest", "smallest"]), dish=self.c(["guacamole", "hummus", "pesto", "risotto"]))
+            return Sample("short_qa", q, self.i(3, 30))
+        if task == "reason":
+            a, b, c = self.i(3, 40), self.i(2, 12), self.i(50, 500)
+            q = self.c([f"A farmer has {a + b} sheep and all but {b} run away. How many are left? Explain your reasoning.",
+                        f"If it takes {b} machines {b} minutes to make {b} widgets, how long do {c} machines take to make {c} widgets? Think it through.",
+                        f"Three friends split a bill of ${c} with a {self.i(10, 20)}% tip. How much does each pay? Show the math.",
+                        f"Is {c * 2 + 1} a prime number? Explain how you check.", f"Solve the system {b}x + y = {c} and x - y = {a}. Show each step.",
+                        f"What is the probability of getting at least one six in {b} rolls of a die? Work it out.",
+                        f"A recipe for {b} people needs {a} grams of flour. How much for {c // 10} people? Walk through it.",
+                        f"If I save ${a} a week, how many weeks until I have ${c * 10}? Explain.",
+                        "All labels on three boxes (apples, oranges, mixed) are wrong. You may take one fruit from one box. How do you relabel them? Reason carefully.",
+                        f"Which is bigger, {b}^{a % 7 + 2} or {a}^{b % 4 + 2}? Justify without a calculator."])
+            return Sample("reason", q, self.i(120, 380))
+        if task == "code":
+            q = self.c([f"Write a {self.c(LANGS)} function to {self.c(['debounce another function', 'check if a number is even', 'parse a CSV line', 'reverse a string', 'deep copy an object'])}.",
+                        f"How do I {self.c(['merge two dictionaries', 'read a file line by line', 'remove duplicates from a list', 'format a date', 'make a GET request'])} in {self.c(LANGS)}?",
+                        "Write a SQL query to get the second highest salary from an employees table.", f"Write a Go HTTP server that returns {self.c(['hello world', 'the time', 'JSON'])}.",
+                        f"Create a Python class for a {self.c(['bank account with deposit and withdraw', 'stack with push and pop', 'shopping cart', 'temperature sensor'])}.",
+                        "Write a regex to validate a hex color code like #a3f or #ff00aa.", f"Fix this: {self.c(['def f(x): return x +', 'for i in range(10) print(i)', 'if x = 3: pass'])}",
+                        f"Write a Dockerfile for a {self.c(['Flask', 'Node', 'Go'])} app.", "Write a unit test for a function that adds two numbers.",
+                        f"Implement {self.c(['quicksort', 'a trie', 'Dijkstra', 'a rate limiter'])} in {self.c(LANGS)}."])
+            return Sample("code", q, self.i(40, 260))
+        if task == "write":
+            q = self.c([f"Write a {self.c([300, 500, 800])} word blog post about {self.c(['the benefits of morning walks', 'saving money', 'learning to cook', 'working from cafes'])}.",
+                        f"Write a short story about a {self.c(['cat', 'dog', 'robot', 'ghost'])} who becomes {self.c(['mayor of a small town', 'a chef', 'famous overnight'])}.",
+                        f"Draft an email to my team announcing {self.c(['the office move', 'a new hire', 'the holiday schedule', 'our quarterly results'])}.",
+                        f"Write a poem about {self.c(['the ocean at night', 'first snow', 'an old friend', 'city lights'])}.",
+                        f"Pretend you are {self.c(['a pirate', 'a knight', 'an astronaut', 'a wizard'])} and tell me about your greatest adventure.",
+                        f"Write a cover letter for a {self.c(['junior accountant', 'barista', 'nurse', 'software intern'])} role.",
+                        f"Write an essay on {self.c(['the impact of the internet on democracy', 'why history matters', 'the value of boredom'])}.",
+                        f"Write a product description for a {self.c(['bamboo toothbrush', 'smart lamp', 'travel mug'])}, about 200 words.",
+                        f"Write a speech for {self.c(['my best friend’s wedding', 'a graduation', 'a retirement party'])}.",
+                        f"Compose a letter to {self.c(['my future self', 'my grandmother', 'the city council'])}."])
+            return Sample("write", q, self.i(200, 800))
+        raise ValueError(task)
+
     # --- noise and chat structure -------------------------------------------------------------------
     def typos(self, text: str, k: int) -> str:
         words = text.split(" ")
@@ -754,7 +884,12 @@ class Gen:
         return text
 
     def request(self, task: str) -> dict:
-        s: Sample = getattr(self, task)()
+        if task in ("extract", "classify", "summarize", "rewrite") and self.p(0.5):
+            s = self.mixed(task)
+        elif task in ("short_qa", "reason", "code", "write") and self.p(0.3):
+            s = self.extra(task)
+        else:
+            s: Sample = getattr(self, task)()
         user = self.noise(s.user)
         messages: list[dict] = []
         system = s.system or (self.fill(self.c(GENERIC_SYSTEMS)) if self.p(0.3) else None)
@@ -807,7 +942,7 @@ def generate(n: int, seed: int = 20260) -> list[dict]:
     return out
 
 
-def build(n: int = 3200, test_share: float = 0.25, seed: int = 20260, out_dir: Path = DATA_DIR) -> tuple[Path, Path]:
+def build(n: int = 4000, test_share: float = 0.25, seed: int = 20260, out_dir: Path = DATA_DIR) -> tuple[Path, Path]:
     """Write the train and held-out files; returns their paths."""
     recs = generate(n, seed)
     random.Random(seed + 1).shuffle(recs)
@@ -831,7 +966,7 @@ def load_jsonl(path: str | Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="write the routing data set (train + held-out JSONL)")
-    ap.add_argument("--n", type=int, default=3200, help="total requests before the split")
+    ap.add_argument("--n", type=int, default=4000, help="total requests before the split")
     ap.add_argument("--seed", type=int, default=20260)
     ap.add_argument("--out", type=Path, default=DATA_DIR)
     args = ap.parse_args(argv)

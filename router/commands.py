@@ -1,0 +1,159 @@
+"""Router subcommands of `tandem`: `router train|evaluate|dataset`, `route`, `bench router`.
+`register` only declares arguments; each command imports its modules when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _errors_as_messages(fn):
+    """Expected failures (refused requests, bad policies, missing models) print one line, exit 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        from policies.errors import PolicyError
+        from router.errors import RouterError
+        from router.model import ModelError
+
+        try:
+            return fn(args)
+        except (RouterError, PolicyError) as exc:
+            print(f"tandem: {exc.message}", file=sys.stderr)
+            return 2
+        except (ModelError, FileNotFoundError, ValueError) as exc:
+            print(f"tandem: {exc}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+@_errors_as_messages
+def cmd_train(args: argparse.Namespace) -> int:
+    from router.train import format_report, train
+
+    model, report, path = train(
+        data=args.data, out=args.out, test=args.test, from_redis=args.from_redis, redis_stream=args.stream, base=not args.no_base, seed=args.seed
+    )
+    print(f"trained on {model.meta['n_train']} examples ({model.meta['n_from_redis']} from Redis); saved {path}")
+    if report:
+        print(format_report(report))
+    return 0
+
+
+@_errors_as_messages
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from policies.stores import load_store
+    from router.dataset import load_jsonl
+    from router.model import load_model
+    from router.train import evaluate, format_report
+
+    model = load_model(args.model)
+    policy = load_store(args.policy).current() if args.policy else None
+    report = evaluate(model, load_jsonl(args.data), policy)
+    print(format_report(report))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+        print(f"wrote {args.json}")
+    if args.min_accuracy is not None and report.get("accuracy", 0.0) < args.min_accuracy:
+        print(f"tandem: accuracy {report.get('accuracy', 0.0):.4f} < {args.min_accuracy}", file=sys.stderr)
+        return 1
+    return 0
+
+
+@_errors_as_messages
+def cmd_dataset(args: argparse.Namespace) -> int:
+    from router.dataset import build
+
+    train, test = build(args.n, seed=args.seed, out_dir=args.out) if args.out else build(args.n, seed=args.seed)
+    print(f"wrote {train} and {test}")
+    return 0
+
+
+@_errors_as_messages
+def cmd_route(args: argparse.Namespace) -> int:
+    from router.decide import Router
+    from router.types import RouteRequest
+
+    headers = {}
+    for h in args.header or []:
+        if "=" not in h and ":" not in h:
+            raise ValueError(f"--header takes NAME=VALUE, got {h!r}")
+        k, v = h.split("=", 1) if "=" in h else h.split(":", 1)
+        headers[k.strip()] = v.strip()
+    kw = {"model": args.model, "max_tokens": args.max_tokens, "headers": headers, "api_key": args.api_key}
+    if args.json_mode:
+        kw["response_format"] = {"type": "json_object"}
+    if args.request_id:
+        kw["request_id"] = args.request_id
+    prompt = args.prompt if args.prompt != "-" else sys.stdin.read()
+    router = Router(model_path=args.model_path, policy_source=args.policy, **({"watch": False} if _is_redis(args.policy) else {}))
+    try:
+        decision = router.decide(RouteRequest.from_prompt(prompt, system=args.system, **kw))
+    finally:
+        router.close()
+    print(json.dumps(decision.model_dump(), indent=2))
+    return 0
+
+
+def _is_redis(source: str | None) -> bool:
+    import os
+
+    source = source or os.environ.get("TANDEM_POLICY_SOURCE") or ""
+    return source.startswith(("redis://", "rediss://", "unix://"))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from router.bench import main
+
+    return main(args)
+
+
+def register(commands, bench_commands) -> None:
+    router = commands.add_parser("router", help="train, evaluate and inspect the learned router")
+    sub = router.add_subparsers(dest="router_command", required=True, metavar="ACTION")
+
+    p = sub.add_parser("train", help="fit the task classifier and length predictor; save model + metadata")
+    p.add_argument("--data", default=None, help="training JSONL (default: router/data/routing.jsonl)")
+    p.add_argument("--out", default=None, help="output directory or .skops path (default: router/models/default.skops)")
+    p.add_argument("--test", default=None, help="held-out JSONL to report on (default: router/data/routing_test.jsonl)")
+    p.add_argument("--from-redis", default=None, metavar="URL", help="also train on decisions logged in this Redis")
+    p.add_argument("--stream", default=None, help="decisions stream (default: tandem:decisions)")
+    p.add_argument("--no-base", action="store_true", help="with --from-redis: train on the logged decisions only")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="accuracy, per-class report, confusion matrix and mode agreement on a JSONL file")
+    p.add_argument("--data", required=True, help="JSONL; each line has messages and optional task / mode / output_tokens labels")
+    p.add_argument("--model", default=None, help="model .skops (default: the shipped one)")
+    p.add_argument("--policy", default=None, help="policy source deciding the modes (default: policies/default.yaml)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the report as JSON")
+    p.add_argument("--min-accuracy", type=float, default=None, help="exit 1 below this task accuracy")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("dataset", help="regenerate the labeled routing data set (seeded, deterministic)")
+    p.add_argument("--n", type=int, default=4000)
+    p.add_argument("--seed", type=int, default=20260)
+    p.add_argument("--out", default=None, help="directory (default: router/data)")
+    p.set_defaults(func=cmd_dataset)
+
+    p = commands.add_parser("route", help="print the routing decision for a prompt as JSON")
+    p.add_argument("prompt", help="the user message ('-' reads stdin)")
+    p.add_argument("--system", default=None, help="a system prompt")
+    p.add_argument("--model", default="tandem", help="model alias (tandem, tandem-block, tandem-verified, tandem-ar)")
+    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--json-mode", action="store_true", help="response_format json_object")
+    p.add_argument("--header", action="append", metavar="NAME=VALUE", help="a request header, e.g. x-tandem-mode=ar")
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--request-id", default=None)
+    p.add_argument("--policy", default=None, help="policy source: YAML path or redis:// URL (default: $TANDEM_POLICY_SOURCE or policies/default.yaml)")
+    p.add_argument("--model-path", default=None, help="router model .skops (default: the shipped one)")
+    p.set_defaults(func=cmd_route)
+
+    p = bench_commands.add_parser("router", help="decide() latency per request: p50/p99, with its parts")
+    p.add_argument("--n", type=int, default=800, help="held-out requests to route")
+    p.add_argument("--repeat", type=int, default=3, help="passes over them for the main row")
+    p.add_argument("--model", default=None, help="router model .skops (default: the shipped one)")
+    p.add_argument("--json", default=None, metavar="PATH", help="write the results here")
+    p.set_defaults(func=cmd_bench)
