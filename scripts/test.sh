@@ -23,5 +23,5 @@ if ! redis_answers "$TANDEM_TEST_REDIS_URL"; then
   echo "started a private redis-server on port $port"
 fi
 
-export RAY_USAGE_STATS_ENABLED=0 OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" TOKENIZERS_PARALLELISM=false
+export RAY_USAGE_STATS_ENABLED=0 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
 "$PY" -m pytest -q "$@"

@@ -1,0 +1,123 @@
+"""A batch of sequences sharing one KV cache: the two model calls every decode mode is built from.
+
+Rows have different lengths (left-padded prompts, verified rounds that accept different
+numbers of tokens), so a boolean `mask` over cache slots marks which slots each row really
+has, and positions are counted per row from it. RoPE makes attention depend on relative
+positions only, so a row gets the same result alone or in a batch.
+
+- `encode(tokens)`: causal encoder pass over new tokens; appends them to the cache and
+  returns next-token logits (tied `lm_head` with final-logit soft-capping): prefill,
+  canvas commit and AR steps.
+- `denoise(canvas, ...)`: one bidirectional decoder pass over a canvas that reads the
+  cache read-only; returns the canvas logits.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
+
+
+def soft_capped_logits(model: DiffusionGemmaForBlockDiffusion, hidden: torch.Tensor) -> torch.Tensor:
+    """Next-token logits from hidden states, exactly as the model's forward() does for the canvas."""
+    logits = model.lm_head(hidden).float()  # (B, L, V)
+    cap = model.final_logit_softcapping
+    return torch.tanh(logits / cap) * cap if cap else logits
+
+
+class SequenceBatch:
+    def __init__(self, model: DiffusionGemmaForBlockDiffusion, batch_size: int, device: torch.device):
+        self.model = model
+        self.cache = DynamicCache(config=model.config.get_text_config(decoder=True))
+        self.mask = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # (B, S) slots each row has
+        self.encoder_calls = 0
+        self.decoder_calls = 0
+
+    @property
+    def size(self) -> int:
+        return self.mask.shape[0]
+
+    @property
+    def slots(self) -> int:
+        return self.mask.shape[1]
+
+    def lengths(self) -> torch.Tensor:
+        return self.mask.sum(-1)  # (B,) real tokens per row
+
+    def encode(
+        self, tokens: torch.Tensor, valid: torch.Tensor | None = None, logits: str = "last"
+    ) -> torch.Tensor | None:
+        """Append `tokens` (B, L) to the cache; `valid` (B, L) marks real tokens (False = left padding).
+        Returns next-token logits: `"all"` (B, L, V), `"last"` (B, V) or `"none"` (a commit needs only the KV)."""
+        if valid is None:
+            valid = torch.ones_like(tokens, dtype=torch.bool)
+        positions = self.lengths()[:, None] + valid.long().cumsum(-1) - 1  # (B, L)
+        self.mask = torch.cat([self.mask, valid], dim=1)
+        out = self.model.model.encoder(
+            input_ids=tokens,
+            attention_mask=self.mask,
+            cache=self.cache,
+            position_ids=positions.clamp(min=0),
+        )
+        self.encoder_calls += 1
+        hidden = out.last_hidden_state  # (B, L, H)
+        if logits == "none":
+            return None
+        return soft_capped_logits(self.model, hidden if logits == "all" else hidden[:, -1])
+
+    def denoise(
+        self, canvas: torch.Tensor, self_conditioning_logits: torch.Tensor | None
+    ) -> torch.Tensor:
+        """One decoder pass over `canvas` (B, C) after each row's tokens; returns logits (B, C, V)."""
+        C = canvas.shape[1]
+        positions = self.lengths()[:, None] + torch.arange(C, device=canvas.device)  # (B, C)
+        decoder_mask = torch.nn.functional.pad(self.mask, (0, C), value=True)  # (B, S + C)
+        mask_mapping = self.model.model.decoder.create_diffusion_decoder_attention_mask(
+            config=self.model.config,
+            inputs_embeds=canvas.unsqueeze(-1),  # only its (B, C) shape is read
+            cache=self.cache,
+            decoder_attention_mask=decoder_mask,
+        )
+        out = self.model(
+            decoder_input_ids=canvas,
+            cache=self.cache,
+            self_conditioning_logits=self_conditioning_logits,
+            decoder_attention_mask=mask_mapping,
+            decoder_position_ids=positions,
+        )
+        self.decoder_calls += 1
+        return out.logits  # (B, C, V), float32, soft-capped
+
+    def keep_slots(self, length: int) -> None:
+        """Forget every cache slot from `length` on (rejected draft tokens)."""
+        if length >= self.slots:
+            return
+        try:
+            self.cache.crop(length)
+        except ValueError:  # sliding-window layers cannot crop past their window: mask the slots instead
+            self.mask[:, length:] = False
+            return
+        self.mask = self.mask[:, :length]
+
+    def invalidate(self, row_valid: torch.Tensor, start: int) -> None:
+        """Slots `start : start + n` stop belonging to rows where `row_valid` (B, n) is False."""
+        self.mask[:, start : start + row_valid.shape[1]] &= row_valid
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep only `rows` (indices) of the batch: finished requests leave at once."""
+        if rows.numel() == self.size:
+            return
+        self.cache.batch_select_indices(rows)
+        self.mask = self.mask[rows]
+
+
+def left_pad(sequences: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token lists -> (ids (B, L), valid (B, L)) left-padded to the longest."""
+    L = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), L), pad_id, dtype=torch.long, device=device)
+    valid = torch.zeros((len(sequences), L), dtype=torch.bool, device=device)
+    for i, s in enumerate(sequences):
+        if s:
+            ids[i, L - len(s) :] = torch.tensor(s, dtype=torch.long, device=device)
+            valid[i, L - len(s) :] = True
+    return ids, valid

@@ -1,0 +1,109 @@
+"""Block (diffusion) mode: denoise a canvas, commit it with an encoder pass, denoise the next.
+
+One denoising step follows transformers' `DiffusionGemmaGenerationMixin._denoising_step`:
+decoder pass -> linear temperature schedule -> sample every position -> the entropy-bound
+sampler accepts low-entropy positions and renoises the rest -> stable-and-confident stop
+check -> the step's logits become the next step's self-conditioning. The committed canvas is
+the argmax canvas, as in the library. What differs from `generate()`:
+
+- the canvas size is per request (<= `config.canvas_length`), so a short answer need not
+  pay for a 256-token canvas;
+- random draws come from each request's own generator (see `engines.sampling`);
+- a request leaves the batch as soon as it stops (the library keeps decoding finished rows
+  as padding until the whole batch is done), and output is cut at `max_new_tokens`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    LinearTemperatureScheduleLogitsProcessor,
+    StableAndConfidentStoppingCriteria,
+)
+
+from engines.batch import SequenceBatch, left_pad
+from engines.rows import Row
+from engines.sampling import RowSeededEntropyBoundSampler
+
+
+@dataclass(frozen=True)
+class BlockParams:
+    """Denoising settings shared by every row of a block batch (requests are grouped by them)."""
+
+    canvas: int  # canvas size in tokens
+    steps: int  # max denoising steps per canvas
+    t_min: float  # temperature at the last step
+    t_max: float  # temperature at the first step
+    stability_threshold: int  # steps the argmax canvas must stay unchanged to stop early
+    confidence_threshold: float  # mean entropy under which a stable canvas stops early
+    entropy_bound: float  # entropy-bound sampler budget per step
+
+
+@torch.inference_mode()
+def denoise_canvas(
+    batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draft one canvas per row after the rows' cached tokens.
+    Returns the argmax canvas (B, C) and the denoising steps each row took (B,)."""
+    B, C, device = batch.size, params.canvas, batch.mask.device
+    vocab = batch.model.config.text_config.vocab_size
+    sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators)
+    temperature = LinearTemperatureScheduleLogitsProcessor(params.t_min, params.t_max, params.steps)
+    stop = StableAndConfidentStoppingCriteria(params.stability_threshold, params.confidence_threshold)
+
+    current = sampler.initialize_canvas(B, device)  # (B, C) uniform noise
+    argmax = current
+    self_conditioning = None
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    steps = torch.zeros(B, dtype=torch.long, device=device)
+    for remaining in reversed(range(1, params.steps + 1)):  # denoising runs N..1, as in the library
+        steps += ~done
+        sampler.active = ~done
+        logits = batch.denoise(current, self_conditioning)  # (B, C, V)
+        logits = temperature(None, logits, cur_step=remaining)
+        sampled = sampler.sample(torch.softmax(logits, dim=-1))  # (B, C)
+        new_argmax = logits.argmax(-1)  # (B, C)
+        accepted = sampler.accept_canvas(current, sampled, logits, remaining)
+        new_current = sampler.renoise_canvas(accepted, remaining)
+        if done.any():  # rows that already stopped keep their canvas and self-conditioning
+            new_argmax = torch.where(done[:, None], argmax, new_argmax)
+            new_current = torch.where(done[:, None], current, new_current)
+            logits = torch.where(done[:, None, None], self_conditioning, logits)
+        done |= stop(new_argmax, logits)
+        argmax, current = new_argmax, new_current
+        self_conditioning = logits.to(batch.model.model.decoder.embed_tokens.weight.dtype)
+        if done.all():
+            break
+    return argmax, steps
+
+
+@torch.inference_mode()
+def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int) -> None:
+    """Decode `rows` to completion in block mode; results land in each row."""
+    device = model.device
+    batch = SequenceBatch(model, len(rows), device)
+    ids, valid = left_pad([r.prompt_ids for r in rows], pad_id, device)
+    batch.encode(ids, valid, logits="none")  # prefill
+    for r in rows:
+        r.stats.encoder_calls += 1
+    live = list(range(len(rows)))  # rows[live[j]] is batch row j
+    while True:
+        canvas, steps = denoise_canvas(batch, [rows[i].generator for i in live], params)
+        keep = []
+        for j, i in enumerate(live):
+            row = rows[i]
+            row.stats.decoder_calls += int(steps[j])
+            row.stats.steps_per_canvas.append(int(steps[j]))
+            row.extend(canvas[j].tolist())
+            if not row.finished:
+                keep.append(j)
+        if not keep:
+            return
+        keep_t = torch.tensor(keep, device=device)
+        batch.select(keep_t)
+        live = [live[j] for j in keep]
+        batch.encode(canvas[keep_t], logits="none")  # commit: the canvas becomes context for the next
+        for i in live:
+            rows[i].stats.encoder_calls += 1

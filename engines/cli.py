@@ -1,0 +1,39 @@
+"""Engine-side subcommands of `tandem`: train, eval model, bench engines, demo, serve.
+Each imports its module only when run."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _lazy(module: str, func: str = "main"):
+    def run(args: argparse.Namespace) -> int:
+        mod = __import__(module, fromlist=[func])
+        return getattr(mod, func)(args)
+
+    return run
+
+
+def register(commands, bench_commands) -> None:
+    p = commands.add_parser("train", help="train the embedded tiny DiffusionGemma on the task suite (or fine-tune one)")
+    p.add_argument("--out", default="runs/tandem-tiny", help="run directory: checkpoint, train_state.pt, train_log.jsonl")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--minutes", type=float, default=90.0, help="wall-clock budget, counted across resumes")
+    p.add_argument("--steps", type=int, default=None, help="step budget (the lr decays over its last 15%%)")
+    p.add_argument("--init", default=None, help="start from this checkpoint directory instead of from scratch")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_lazy("engines.train"))
+
+    p = bench_commands.add_parser("engines", help="library generate() vs block, AR and verified modes, batch 1 and 8")
+    p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: a tiny random model)")
+    p.add_argument("--quick", action="store_true", help="fewer prompts and repeats")
+    p.add_argument("--json", default=None, help="write one record per mode and batch size here")
+    p.add_argument("--steps", type=int, default=12, help="denoising steps per canvas")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.set_defaults(func=_lazy("engines.bench"))
+
+    p = commands.add_parser("demo", help="decode one prompt in block, verified and AR mode and print the stats")
+    p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
+    p.add_argument("prompt", nargs="?", default=None)
+    p.set_defaults(func=_lazy("engines.demo"))

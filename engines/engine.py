@@ -1,0 +1,195 @@
+"""The engine: one DiffusionGemma checkpoint decoded three ways.
+
+Contract
+--------
+- `generate(request) -> GenerationResult`: decode one request to completion.
+- `generate_batch(requests) -> list[GenerationResult]`: decode several at once, in order. Requests
+  are grouped by mode (and, for block/verified, by denoising settings); each group runs one
+  forward per step for all its rows. A request gets the same tokens alone or batched.
+- `stream(request) -> AsyncIterator[str]`: text deltas as tokens are committed: per token in AR
+  mode, per committed canvas prefix in block mode, per accepted prefix in verified mode. The
+  deltas join to the `generate` text. After the last delta, `last_result(request_id)` is not
+  kept: use `stream_with_result` when the stats are needed.
+- Raises `InvalidRequestError` / `ContextLengthError` (HTTP 400) before any model call for bad
+  input, naming the limit; the engine stays usable afterwards. Decoding is serialized by a lock:
+  one batch at a time per engine (the scheduler batches concurrent requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from engines.ar import decode_ar
+from engines.block import BlockParams, decode_block
+from engines.errors import ContextLengthError, InvalidRequestError
+from engines.loading import LoadedModel, load_checkpoint
+from engines.rows import Row
+from engines.sampling import make_generator
+from engines.types import MODES, GenerationRequest, GenerationResult
+from engines.verified import decode_verified
+
+
+class DiffusionEngine:
+    def __init__(self, loaded: LoadedModel):
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.path = loaded.path
+        self.config = loaded.model.config
+        text = self.config.text_config
+        self.vocab_size = text.vocab_size
+        self.context_length = text.max_position_embeddings
+        self.pad_id = text.pad_token_id
+        self.defaults = self.model.generation_config
+        eos = self.defaults.eos_token_id if self.defaults.eos_token_id is not None else text.eos_token_id
+        self.eos_ids = frozenset([eos] if isinstance(eos, int) else eos)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, dtype: str = "float32", device: str = "cpu") -> "DiffusionEngine":
+        return cls(load_checkpoint(path, dtype=dtype, device=device))
+
+    # ---- validation -------------------------------------------------------------------------
+
+    def block_params(self, req: GenerationRequest) -> BlockParams:
+        d = self.defaults
+        pick = lambda value, default: default if value is None else value  # noqa: E731
+        return BlockParams(
+            canvas=pick(req.canvas, self.config.canvas_length),
+            steps=pick(req.max_denoising_steps, d.max_denoising_steps or 12),
+            t_min=float(pick(req.t_min, d.t_min if d.t_min is not None else 0.4)),
+            t_max=float(pick(req.t_max, d.t_max if d.t_max is not None else 0.8)),
+            stability_threshold=pick(req.stability_threshold, d.stability_threshold if d.stability_threshold is not None else 1),
+            confidence_threshold=float(pick(req.confidence_threshold, d.confidence_threshold or 0.005)),
+            entropy_bound=float(pick(req.entropy_bound, d.sampler_config.entropy_bound if d.sampler_config else 0.1)),
+        )
+
+    def prompt_ids(self, req: GenerationRequest) -> list[int]:
+        if (req.prompt is None) == (req.messages is None):
+            raise InvalidRequestError("give exactly one of `prompt` and `messages`", param="prompt")
+        if req.messages is not None:
+            if not req.messages or not any(str(m.get("content") or "").strip() for m in req.messages):
+                raise InvalidRequestError("`messages` is empty: at least one message needs content", param="messages")
+            text = self.tokenizer.apply_chat_template(req.messages, add_generation_prompt=True, tokenize=False)
+            return self.tokenizer.encode(text, add_special_tokens=False)
+        if isinstance(req.prompt, str):
+            if not req.prompt.strip():
+                raise InvalidRequestError("`prompt` is empty", param="prompt")
+            return [self.tokenizer.bos_token_id] + self.tokenizer.encode(req.prompt, add_special_tokens=False)
+        ids = list(req.prompt)
+        if not ids:
+            raise InvalidRequestError("`prompt` is empty", param="prompt")
+        if any(not isinstance(t, int) or not 0 <= t < self.vocab_size for t in ids):
+            raise InvalidRequestError(f"prompt token ids must be integers in [0, {self.vocab_size})", param="prompt")
+        return ids
+
+    def validate(self, req: GenerationRequest) -> tuple[list[int], BlockParams | None]:
+        """Check everything a request can get wrong; raise a typed error naming the limit."""
+        if req.mode not in MODES:
+            raise InvalidRequestError(f"mode must be one of {list(MODES)}, got {req.mode!r}", param="mode")
+        if not isinstance(req.max_new_tokens, int) or req.max_new_tokens <= 0:
+            raise InvalidRequestError(f"max_new_tokens must be a positive integer, got {req.max_new_tokens!r}", param="max_tokens")
+        if not req.temperature >= 0:
+            raise InvalidRequestError(f"temperature must be >= 0, got {req.temperature!r}", param="temperature")
+        if not 0 < req.top_p <= 1:
+            raise InvalidRequestError(f"top_p must be in (0, 1], got {req.top_p!r}", param="top_p")
+        if not isinstance(req.top_k, int) or req.top_k < 0:
+            raise InvalidRequestError(f"top_k must be an integer >= 0, got {req.top_k!r}", param="top_k")
+        if any(not isinstance(s, str) or not s for s in req.stop):
+            raise InvalidRequestError("stop strings must be non-empty strings", param="stop")
+        params = self.block_params(req) if req.mode != "ar" else None
+        if params is not None:
+            limit = self.config.canvas_length
+            if not 1 <= params.canvas <= limit:
+                raise InvalidRequestError(f"canvas must be in [1, {limit}] (config.canvas_length), got {params.canvas}", param="canvas")
+            if not 1 <= params.steps <= 1000:
+                raise InvalidRequestError(f"max_denoising_steps must be in [1, 1000], got {params.steps}", param="max_denoising_steps")
+            if not 0 <= params.t_min < params.t_max:
+                raise InvalidRequestError(f"need 0 <= t_min < t_max, got t_min={params.t_min}, t_max={params.t_max}", param="t_min")
+            if params.stability_threshold < 0 or params.confidence_threshold <= 0 or params.entropy_bound <= 0:
+                raise InvalidRequestError(
+                    "stability_threshold must be >= 0, confidence_threshold and entropy_bound > 0", param="entropy_bound"
+                )
+        ids = self.prompt_ids(req)
+        # Block mode writes whole canvases, so it needs room for the last one even when cut short.
+        room = req.max_new_tokens if params is None else -(-req.max_new_tokens // params.canvas) * params.canvas + 1
+        if len(ids) + room > self.context_length:
+            raise ContextLengthError(
+                f"prompt of {len(ids)} tokens plus room for {room} output tokens exceeds the context of "
+                f"{self.context_length} tokens; shorten the prompt or lower max_tokens",
+                param="messages" if req.messages is not None else "prompt",
+            )
+        return ids, params
+
+    def _row(self, req: GenerationRequest, ids: list[int], on_text=None) -> Row:
+        stop_ids = frozenset(req.stop_token_ids) if req.stop_token_ids is not None else self.eos_ids
+        return Row(
+            request=req,
+            prompt_ids=ids,
+            stop_ids=stop_ids,
+            generator=make_generator(req.seed, self.model.device),
+            decode=lambda t: self.tokenizer.decode(t, skip_special_tokens=True),
+            on_text=on_text,
+        )
+
+    # ---- decoding ---------------------------------------------------------------------------
+
+    def _decode(self, rows: list[Row], params: list[BlockParams | None]) -> None:
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for i, (row, p) in enumerate(zip(rows, params)):
+            groups[(row.request.mode, p)].append(i)
+        with self._lock:
+            for (mode, p), idx in groups.items():
+                group = [rows[i] for i in idx]
+                start = time.perf_counter()
+                if mode == "ar":
+                    decode_ar(self.model, group, self.pad_id)
+                elif mode == "block":
+                    decode_block(self.model, group, p, self.pad_id)
+                else:
+                    decode_verified(self.model, group, p, self.pad_id)
+                for r in group:
+                    r.stats.latency_s = time.perf_counter() - start
+
+    def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any
+        rows = [self._row(r, ids) for r, (ids, _) in zip(requests, checked)]
+        self._decode(rows, [p for _, p in checked])
+        return [r.result() for r in rows]
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        return self.generate_batch([request])[0]
+
+    async def stream_with_result(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult]:
+        """Like `stream`, then one final item: the `GenerationResult`."""
+        ids, params = self.validate(request)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        row = self._row(request, ids, on_text=lambda delta: loop.call_soon_threadsafe(queue.put_nowait, delta))
+
+        def work() -> None:
+            try:
+                self._decode([row], [params])
+                loop.call_soon_threadsafe(queue.put_nowait, row.result())
+            except BaseException as exc:  # surface decode failures to the consumer
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+
+        thread = threading.Thread(target=work, name=f"decode-{request.request_id}", daemon=True)
+        thread.start()
+        while True:
+            item = await queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            if isinstance(item, GenerationResult):
+                return
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[str]:
+        async for item in self.stream_with_result(request):
+            if isinstance(item, str):
+                yield item
+

@@ -1,0 +1,87 @@
+"""Per-request decode state: output tokens, stop conditions, incremental text, stats.
+
+Every mode appends tokens through `Row.extend`, so stop tokens, stop strings and
+`max_new_tokens` behave the same in block, verified and AR mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from engines.types import DecodeStats, FinishReason, GenerationRequest, GenerationResult
+
+# Text that may still grow into a stop string, or an unfinished multi-byte character, is held back.
+_INCOMPLETE_CHAR = "\ufffd"
+
+
+@dataclass
+class Row:
+    request: GenerationRequest
+    prompt_ids: list[int]
+    stop_ids: frozenset[int]
+    generator: torch.Generator
+    decode: Callable[[list[int]], str]  # token ids -> text
+    on_text: Callable[[str], None] | None = None  # receives text deltas as tokens are committed
+    output: list[int] = field(default_factory=list)
+    finish_reason: FinishReason | None = None
+    text: str = ""  # output text so far, cut before any stop string
+    sent: int = 0  # characters of `text` already passed to `on_text`
+    stats: DecodeStats = field(default_factory=DecodeStats)
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    def extend(self, tokens: list[int]) -> int:
+        """Append committed tokens until a stop; returns how many were taken (a stop token counts)."""
+        taken = 0
+        for t in tokens:
+            taken += 1
+            if t in self.stop_ids:
+                self.finish_reason = "stop"
+                break
+            self.output.append(t)
+            if len(self.output) >= self.request.max_new_tokens:
+                self.finish_reason = "length"
+                break
+        self._update_text()
+        return taken
+
+    def _update_text(self) -> None:
+        text = self.decode(self.output)
+        stops = self.request.stop
+        if stops:
+            cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+            if cut >= 0:
+                text = text[:cut]
+                self.finish_reason = "stop"
+        self.text = text
+        if self.on_text is None:
+            return
+        ready = len(text)
+        if not self.finished:
+            while ready and text[ready - 1] == _INCOMPLETE_CHAR:
+                ready -= 1
+            for s in stops:  # hold back a tail that could be the start of a stop string
+                for n in range(min(len(s) - 1, ready), 0, -1):
+                    if text[:ready].endswith(s[:n]):
+                        ready -= n
+                        break
+        if ready > self.sent:
+            self.on_text(text[self.sent : ready])
+            self.sent = ready
+
+    def result(self) -> GenerationResult:
+        self.stats.prompt_tokens = len(self.prompt_ids)
+        self.stats.output_tokens = len(self.output)
+        return GenerationResult(
+            request_id=self.request.request_id,
+            mode=self.request.mode,
+            text=self.text,
+            token_ids=list(self.output),
+            finish_reason=self.finish_reason or "length",
+            stats=self.stats,
+        )

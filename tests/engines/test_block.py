@@ -1,0 +1,70 @@
+"""Block mode against transformers' own `generate()` on the same weights, and its per-request options."""
+
+import pytest
+import torch
+
+from engines import GenerationRequest
+from tests.engines.factories import PROMPTS, chat
+
+
+def library_generate(engine, prompt_ids, seed, max_new_tokens, steps):
+    """The reference: transformers' DiffusionGemma generate(), cut at the first eos."""
+    torch.manual_seed(seed)
+    out = engine.model.generate(
+        torch.tensor([prompt_ids]), max_new_tokens=max_new_tokens, max_denoising_steps=steps
+    )
+    tokens = out.sequences[0, len(prompt_ids) :].tolist()
+    cut = next((i for i, t in enumerate(tokens) if t in engine.eos_ids), len(tokens))
+    return tokens[:cut], float(out.tokens_per_forward[0])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("prompt", PROMPTS[:3])
+def test_identical_tokens_to_library_generate_at_batch_1(engine, prompt, seed):
+    # Same weights, same seed: the draws come in the same order (canvas noise, then per step a
+    # multinomial over the canvas and the renoise), so the tokens are identical, over several canvases.
+    ids = engine.prompt_ids(chat(prompt))
+    canvas = engine.config.canvas_length
+    expected, _ = library_generate(engine, ids, seed, max_new_tokens=3 * canvas, steps=8)
+    result = engine.generate(GenerationRequest(prompt=ids, mode="block", seed=seed, max_new_tokens=3 * canvas, max_denoising_steps=8))
+    assert result.token_ids == expected
+
+
+def test_same_seed_same_output_different_seed_differs(engine):
+    make = lambda seed: engine.generate(chat(PROMPTS[0], mode="block", seed=seed, max_new_tokens=32)).token_ids  # noqa: E731
+    assert make(3) == make(3)
+    assert make(3) != make(4)
+
+
+def test_small_canvas_is_used_and_counted(engine):
+    result = engine.generate(chat(PROMPTS[1], mode="block", seed=0, canvas=8, max_new_tokens=20, stop_token_ids=[]))
+    assert result.finish_reason == "length"
+    assert len(result.token_ids) == 20
+    assert len(result.stats.steps_per_canvas) == 3  # ceil(20 / 8) canvases
+    assert result.stats.encoder_calls == 3  # prefill + two commits
+    assert result.stats.decoder_calls == sum(result.stats.steps_per_canvas)
+
+
+def test_tokens_per_forward_counts_every_call_after_prefill(engine):
+    result = engine.generate(chat(PROMPTS[2], mode="block", seed=0, max_new_tokens=32, max_denoising_steps=2, stop_token_ids=[]))
+    assert result.stats.decoder_calls == 2
+    assert result.stats.tokens_per_forward == pytest.approx(32 / 2)
+
+
+def test_stop_string_cuts_text(engine):
+    free = engine.generate(chat(PROMPTS[0], mode="block", seed=7, max_new_tokens=32, stop_token_ids=[]))
+    stop = free.text[5:8]
+    assert stop.strip(), "need a visible stop string from the free-running text"
+    result = engine.generate(chat(PROMPTS[0], mode="block", seed=7, max_new_tokens=32, stop_token_ids=[], stop=[stop]))
+    assert result.finish_reason == "stop"
+    assert result.text == free.text[: free.text.find(stop)]
+    assert stop not in result.text
+
+
+def test_stop_token_ends_the_answer(engine):
+    free = engine.generate(chat(PROMPTS[0], mode="block", seed=7, max_new_tokens=32, stop_token_ids=[]))
+    stop_id = free.token_ids[10]
+    first = free.token_ids.index(stop_id)
+    result = engine.generate(chat(PROMPTS[0], mode="block", seed=7, max_new_tokens=32, stop_token_ids=[stop_id]))
+    assert result.finish_reason == "stop"
+    assert result.token_ids == free.token_ids[:first]
