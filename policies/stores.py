@@ -264,8 +264,7 @@ class FileStore(PolicyStore):
             cur = old.version if old is not None else 0
             if expect_version is not None and expect_version != cur:
                 raise StaleVersionError(expect_version, cur)
-            history = self.history()
-            if old is not None and all(r.version != cur for r in history):  # keep the hand-written original
+            if old is not None and cur not in self._recorded():  # keep the hand-written original
                 self._append_history(PolicyRecord(cur, old.content(), time.time(), "before first apply"))
             stored = new.model_copy(update={"version": cur + 1})
             body = {"version": stored.version, **stored.content()}
@@ -282,13 +281,17 @@ class FileStore(PolicyStore):
         with open(self.history_path, "a") as fh:
             fh.write(rec.to_json() + "\n")
 
-    def history(self) -> list[PolicyRecord]:
+    def _recorded(self) -> dict[int, PolicyRecord]:
         recs: dict[int, PolicyRecord] = {}
         if self.history_path.exists():
             for line in self.history_path.read_text().splitlines():
                 if line.strip():
                     rec = PolicyRecord.from_json(line)
                     recs[rec.version] = rec
+        return recs
+
+    def history(self) -> list[PolicyRecord]:
+        recs = self._recorded()
         if self._policy is not None and self._policy.version not in recs:
             recs[self._policy.version] = PolicyRecord(self._policy.version, self._policy.content(), 0.0, "current file")
         return [recs[v] for v in sorted(recs)]

@@ -1,0 +1,214 @@
+"""The Redis store against a real Redis: compare-and-set, history, rollback, refusal of invalid
+policies, hot reload across instances and processes, and serving through an outage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from policies import PolicyValidationError, RedisStore, StaleVersionError
+from policies.errors import PolicyNotFoundError, PolicyStoreUnavailableError
+from policies.stores import default_policy
+from tests.policies.helpers import free_port, redis_client, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def edit(policy, **changes) -> dict:
+    return {**policy.content(), **changes}
+
+
+@pytest.fixture
+def store(redis_url, prefix):
+    s = RedisStore(redis_url, prefix=prefix, watch=False)
+    yield s
+    s.close()
+
+
+def test_empty_redis_serves_the_bootstrap_policy(store):
+    assert store.current() == default_policy()
+    assert store.status()["healthy"] is True and store.history() == []
+
+
+def test_apply_stores_current_history_and_publishes(store, redis_url, prefix):
+    client = redis_client()
+    ps = client.pubsub(ignore_subscribe_messages=True)
+    ps.subscribe(f"{prefix}policy:updates")
+    p1 = store.apply(edit(store.current(), steps=16), expect_version=0, note="first")
+    assert p1.version == 1
+    assert json.loads(client.get(f"{prefix}policy:current"))["version"] == 1
+    msg = wait_until(lambda: ps.get_message(timeout=0.1), 2.0)
+    assert json.loads(msg["data"]) == {"version": 1}
+    assert [(r.version, r.note) for r in store.history()] == [(1, "first")]
+    ps.close()
+    client.close()
+
+
+def test_compare_and_set_refuses_a_stale_version(store, redis_url, prefix):
+    other = RedisStore(redis_url, prefix=prefix, watch=False)
+    try:
+        store.apply(edit(store.current(), steps=16), expect_version=0)
+        with pytest.raises(StaleVersionError) as exc:
+            other.apply(edit(default_policy(), steps=4), expect_version=0)
+        assert (exc.value.expected, exc.value.actual) == (0, 1)
+        assert store.current().steps == 16 and other.current().steps == 16
+    finally:
+        other.close()
+
+
+def test_concurrent_writers_expecting_the_same_version_one_wins(redis_url, prefix):
+    stores = [RedisStore(redis_url, prefix=prefix, watch=False) for _ in range(4)]
+    results = []
+    barrier = threading.Barrier(len(stores))
+
+    def write(s, steps):
+        barrier.wait()
+        try:
+            results.append(s.apply(edit(default_policy(), steps=steps), expect_version=0).version)
+        except StaleVersionError:
+            results.append("stale")
+
+    threads = [threading.Thread(target=write, args=(s, 10 + k)) for k, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for s in stores:
+        s.close()
+    assert sorted(results, key=str) == [1, "stale", "stale", "stale"]
+
+
+def test_invalid_policy_is_refused_before_redis_changes(store, prefix):
+    store.apply(edit(store.current(), steps=16))
+    client = redis_client()
+    before = client.get(f"{prefix}policy:current")
+    with pytest.raises(PolicyValidationError) as exc:
+        store.apply({"steps": 0, "canvas_sizes": [256, 64]})
+    assert {e.split(":")[0] for e in exc.value.errors} == {"steps", "canvas_sizes"}
+    assert client.get(f"{prefix}policy:current") == before
+    assert len(store.history()) == 1
+    client.close()
+
+
+def test_rollback_creates_a_new_version_with_old_content(store):
+    store.apply(edit(store.current(), steps=16))
+    store.apply(edit(store.current(), steps=24, confidence_floor=0.9))
+    back = store.rollback(1)
+    assert back.version == 3 and back.steps == 16 and back.confidence_floor == 0.5
+    assert [r.version for r in store.history()] == [1, 2, 3]
+    assert store.history()[-1].note == "rollback to 1"
+    with pytest.raises(PolicyNotFoundError):
+        store.rollback(99)
+    with pytest.raises(StaleVersionError):
+        store.rollback(2, expect_version=1)
+
+
+def test_invalid_json_written_behind_the_stores_back_keeps_last_good(redis_url, prefix):
+    s = RedisStore(redis_url, prefix=prefix, watch=True, poll_interval_s=0.1)
+    try:
+        s.apply(edit(s.current(), steps=16))
+        client = redis_client()
+        client.set(f"{prefix}policy:current", json.dumps({"version": 2, "steps": -5}))
+        assert wait_until(lambda: s.status()["invalid_total"] >= 1, 2.0)
+        assert s.current().version == 1 and s.current().steps == 16
+        client.close()
+    finally:
+        s.close()
+
+
+def test_second_instance_reloads_within_a_second(redis_url, prefix):
+    writer = RedisStore(redis_url, prefix=prefix, watch=False)
+    reader = RedisStore(redis_url, prefix=prefix, watch=True, poll_interval_s=30.0)  # pub/sub, not polling
+    try:
+        assert wait_until(lambda: reader.status()["healthy"], 2.0)
+        t0 = time.monotonic()
+        writer.apply(edit(writer.current(), steps=33))
+        assert wait_until(lambda: reader.current().steps == 33, 1.0), "no reload within 1 s"
+        assert time.monotonic() - t0 < 1.0
+        assert reader.current().version == 1
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_policy_applied_in_one_process_changes_decisions_of_another_within_a_second(redis_url, prefix):
+    """A subprocess routes the same request in a loop with a Router on the Redis store; this
+    process applies a policy that changes the mode for its task type."""
+    script = textwrap.dedent(
+        f"""
+        import sys, time, json
+        sys.path.insert(0, {str(ROOT)!r})
+        from router.decide import Router
+        from router.types import RouteRequest
+        router = Router(policy_source={redis_url!r}, prefix={prefix!r}, poll_interval_s=30.0)
+        req = RouteRequest.from_prompt("Classify the sentiment of this review as positive, negative or neutral: battery died in an hour.")
+        print("ready", router.decide(req).mode, flush=True)
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            d = router.decide(req)
+            if d.policy_version >= 1:
+                print("changed", d.mode, d.policy_version, time.time(), flush=True)
+                break
+            time.sleep(0.005)
+        router.close()
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        first = proc.stdout.readline().split()
+        assert first[:2] == ["ready", "block"], first
+        time.sleep(0.3)  # let the subscriber settle
+        writer = RedisStore(redis_url, prefix=prefix, watch=False)
+        p = writer.current()
+        t_apply = time.time()
+        writer.apply(edit(p, task_modes={**p.task_modes, "classify": "ar"}))
+        writer.close()
+        line = proc.stdout.readline().split()
+        assert line[:3] == ["changed", "ar", "1"], line
+        assert float(line[3]) - t_apply < 1.0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_unreachable_redis_serves_bootstrap_and_reports_it():
+    port = free_port()  # nothing listens here
+    s = RedisStore(f"redis://127.0.0.1:{port}/0", watch=True, backoff_s=(0.05, 0.2), socket_timeout_s=0.2)
+    try:
+        assert s.current() == default_policy()
+        assert wait_until(lambda: s.status()["connection_errors_total"] >= 2, 3.0)  # keeps retrying
+        st = s.status()
+        assert st["healthy"] is False and "Error" in st["last_error"]
+        with pytest.raises(PolicyStoreUnavailableError) as exc:
+            s.apply(default_policy())
+        assert exc.value.status == 503
+    finally:
+        s.close()
+
+
+def test_outage_keeps_last_good_policy_then_reconnects(private_redis, caplog):
+    url = private_redis.url
+    s = RedisStore(url, watch=True, poll_interval_s=0.2, backoff_s=(0.05, 0.3), socket_timeout_s=0.3)
+    try:
+        s.apply(edit(s.current(), steps=21))
+        assert s.current().version == 1
+        private_redis.stop()
+        assert wait_until(lambda: not s.status()["healthy"], 3.0), "outage not noticed"
+        assert s.current().version == 1 and s.current().steps == 21  # still serving
+        assert any("unreachable" in r.getMessage() for r in caplog.records)
+        private_redis.start()  # empty again (no persistence): the store keeps v1 until told otherwise
+        assert wait_until(lambda: s.status()["healthy"], 5.0), "did not reconnect"
+        assert s.status()["reconnects_total"] >= 1 and s.current().steps == 21
+        other = RedisStore(url, watch=False)
+        other.apply(edit(default_policy(), steps=5))
+        other.close()
+        assert wait_until(lambda: s.current().steps == 5, 2.0), "no reload after reconnect"
+    finally:
+        s.close()
