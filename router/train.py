@@ -31,6 +31,18 @@ def data_hash(records: list[dict]) -> str:
 
 
 def fit(records: list[dict], seed: int = 0) -> RouterModel:
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    # Averaged SGD stops at max_iter on small data sets; the averaged weights are good by then.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return _fit(records, seed)
+
+
+def _fit(records: list[dict], seed: int) -> RouterModel:
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     feats = [features_of(r) for r in records]

@@ -1,0 +1,85 @@
+"""The router's commands through the real `tandem` entry point: route, router train /
+evaluate (incl. --from-redis), bench router; and that importing the CLI stays light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from router.cli import main
+from router.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
+from router.decisions_log import log_decision, request_features
+from tests.policies.helpers import redis_client
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_jsonl(path: Path, recs: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def test_route_prints_the_decision_as_json(capsys):
+    assert main(["route", "Write a poem about the sea in winter.", "--request-id", "abc"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["mode"] == "ar" and d["task"] == "write" and d["request_id"] == "abc" and d["policy_version"] == 0
+    assert main(["route", "Extract the name as JSON: Bob is 40.", "--header", "x-tandem-mode=verified"]) == 0
+    assert json.loads(capsys.readouterr().out)["forced_by"] == "header"
+
+
+def test_route_refusal_is_one_line_and_exit_2(capsys):
+    assert main(["route", "hi", "--model", "gpt-4o"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tandem: model 'gpt-4o' is not served") and err.count("\n") == 1
+
+
+def test_train_then_evaluate_a_small_model(tmp_path, capsys):
+    train = write_jsonl(tmp_path / "train.jsonl", load_jsonl(TRAIN_PATH)[:500])
+    test = write_jsonl(tmp_path / "test.jsonl", load_jsonl(TEST_PATH)[:150])
+    out = tmp_path / "model"
+    assert main(["router", "train", "--data", str(train), "--test", str(test), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "task accuracy" in text and "mode agreement" in text
+    meta = json.loads((out / "default.json").read_text())
+    assert meta["n_train"] == 500 and meta["test_data"] == "test.jsonl" and meta["metrics"]["accuracy"] > 0.7
+    report = tmp_path / "report.json"
+    unlabeled_modes = [{k: v for k, v in r.items() if k != "mode"} for r in load_jsonl(TEST_PATH)[:40]]
+    data = write_jsonl(tmp_path / "eval.jsonl", unlabeled_modes)
+    assert main(["router", "evaluate", "--data", str(data), "--model", str(out / "default.skops"), "--json", str(report)]) == 0
+    text = capsys.readouterr().out
+    assert "confusion" in text and "precision" in text
+    rep = json.loads(report.read_text())
+    assert rep["n"] == 40 and 0 <= rep["mode_agreement"] <= 1  # modes derived from task + length
+    assert len(rep["confusion"]) == len(rep["labels"])
+
+
+def test_train_from_redis_reads_the_decisions_stream(tmp_path, prefix, redis_url, capsys):
+    client = redis_client()
+    stream = prefix + "decisions"
+    for r in load_jsonl(TRAIN_PATH)[:300]:
+        log_decision(client, request_features(r), {"task": "extract", "confidence": 0.2}, {"output_tokens": r["output_tokens"], "task": r["task"]}, stream=stream)
+    client.close()
+    out = tmp_path / "m.skops"
+    test = write_jsonl(tmp_path / "test.jsonl", load_jsonl(TEST_PATH)[:50])
+    rc = main(["router", "train", "--from-redis", redis_url, "--stream", stream, "--no-base", "--out", str(out), "--test", str(test)])
+    assert rc == 0
+    assert "300 from Redis" in capsys.readouterr().out
+    assert json.loads(out.with_suffix(".json").read_text())["n_from_redis"] == 300
+
+
+def test_bench_router_prints_a_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "router", "--n", "60", "--repeat", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "decide(RouteRequest)" in text and "p99 ms" in text
+    res = json.loads(out.read_text())
+    assert res["rows"][0]["calls"] == 60 and res["machine"]["cores"] >= 1
+    assert {"p50_ok", "p99_ok"} <= set(res["targets"])
+
+
+def test_importing_the_cli_does_not_import_sklearn_or_redis():
+    code = "import sys, router, policies, router.cli; router.cli.build_parser(); print(sorted(m for m in ('sklearn', 'redis', 'skops') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
