@@ -65,19 +65,29 @@ class SequenceBatch:
             return None
         return soft_capped_logits(self.model, hidden if logits == "all" else hidden[:, -1])
 
-    def denoise(
-        self, canvas: torch.Tensor, self_conditioning_logits: torch.Tensor | None
-    ) -> torch.Tensor:
-        """One decoder pass over `canvas` (B, C) after each row's tokens; returns logits (B, C, V)."""
-        C = canvas.shape[1]
-        positions = self.lengths()[:, None] + torch.arange(C, device=canvas.device)  # (B, C)
-        decoder_mask = torch.nn.functional.pad(self.mask, (0, C), value=True)  # (B, S + C)
-        mask_mapping = self.model.model.decoder.create_diffusion_decoder_attention_mask(
+    def canvas_inputs(self, canvas_length: int) -> tuple[torch.Tensor, dict]:
+        """Positions (B, C) and attention masks for a canvas after each row's tokens. They hold for
+        every denoising step of that canvas, so they are built once per canvas, as the library does."""
+        device = self.mask.device
+        positions = self.lengths()[:, None] + torch.arange(canvas_length, device=device)  # (B, C)
+        decoder_mask = torch.nn.functional.pad(self.mask, (0, canvas_length), value=True)  # (B, S + C)
+        masks = self.model.model.decoder.create_diffusion_decoder_attention_mask(
             config=self.model.config,
-            inputs_embeds=canvas.unsqueeze(-1),  # only its (B, C) shape is read
+            inputs_embeds=torch.empty(self.size, canvas_length, 0, device=device),  # only (B, C) is read
             cache=self.cache,
             decoder_attention_mask=decoder_mask,
         )
+        return positions, masks
+
+    def denoise(
+        self,
+        canvas: torch.Tensor,
+        self_conditioning_logits: torch.Tensor | None,
+        inputs: tuple[torch.Tensor, dict] | None = None,
+    ) -> torch.Tensor:
+        """One decoder pass over `canvas` (B, C) after each row's tokens; returns logits (B, C, V).
+        `inputs` is `canvas_inputs(C)`, passed in to reuse it across steps."""
+        positions, mask_mapping = inputs or self.canvas_inputs(canvas.shape[1])
         out = self.model(
             decoder_input_ids=canvas,
             cache=self.cache,

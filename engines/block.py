@@ -15,9 +15,11 @@ the argmax canvas, as in the library. What differs from `generate()`:
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
+from torch.distributions import Distribution
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     LinearTemperatureScheduleLogitsProcessor,
     StableAndConfidentStoppingCriteria,
@@ -41,7 +43,20 @@ class BlockParams:
     entropy_bound: float  # entropy-bound sampler budget per step
 
 
+@contextmanager
+def _unchecked_distributions():
+    """The library's sampler and stopping rule build `torch.distributions.Categorical` twice a step;
+    its argument validation is a debug check that costs a few percent of a step on a CPU."""
+    previous = Distribution._validate_args
+    Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        Distribution.set_default_validate_args(previous)
+
+
 @torch.inference_mode()
+@_unchecked_distributions()
 def denoise_canvas(
     batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,6 +68,7 @@ def denoise_canvas(
     temperature = LinearTemperatureScheduleLogitsProcessor(params.t_min, params.t_max, params.steps)
     stop = StableAndConfidentStoppingCriteria(params.stability_threshold, params.confidence_threshold)
 
+    inputs = batch.canvas_inputs(C)  # positions and masks, fixed for this canvas
     current = sampler.initialize_canvas(B, device)  # (B, C) uniform noise
     argmax = current
     self_conditioning = None
@@ -61,7 +77,7 @@ def denoise_canvas(
     for remaining in reversed(range(1, params.steps + 1)):  # denoising runs N..1, as in the library
         steps += ~done
         sampler.active = ~done
-        logits = batch.denoise(current, self_conditioning)  # (B, C, V)
+        logits = batch.denoise(current, self_conditioning, inputs)  # (B, C, V)
         logits = temperature(None, logits, cur_step=remaining)
         sampled = sampler.sample(torch.softmax(logits, dim=-1))  # (B, C)
         new_argmax = logits.argmax(-1)  # (B, C)

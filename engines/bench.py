@@ -1,0 +1,189 @@
+"""`tandem bench engines`: the library's `generate()` against Tandem's block, AR and verified modes.
+
+Same weights, same prompts, one process, batch 1 and 8. Every request decodes exactly one
+full canvas (`config.canvas_length` tokens, end-of-sequence ignored), so the modes do the
+same work and the ratios compare decoding alone. The run also measures this machine's fp32
+matrix-multiply peak and the share of it that block-mode decoder steps reach (FLOPs counted
+with `torch.utils.flop_counter` on a real decoder step).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from engines.batch import SequenceBatch, left_pad
+from engines.engine import DiffusionEngine
+from engines.types import GenerationRequest
+
+SHIPPED = Path(__file__).parent / "checkpoints" / "tandem-tiny"
+MODES = ("reference", "block", "ar", "verified")
+
+
+def load_engine(checkpoint: str | None) -> tuple[DiffusionEngine, str]:
+    if checkpoint:
+        return DiffusionEngine.from_checkpoint(checkpoint), checkpoint
+    if (SHIPPED / "config.json").is_file():
+        return DiffusionEngine.from_checkpoint(SHIPPED), str(SHIPPED)
+    from engines.testing import save_tiny_checkpoint
+
+    path = save_tiny_checkpoint(Path(tempfile.mkdtemp()) / "tiny", canvas_length=256, hidden_size=128)
+    return DiffusionEngine.from_checkpoint(path), "tiny random model (hidden 128, 2 layers, canvas 256)"
+
+
+def bench_prompts(n: int) -> list[list[dict]]:
+    try:
+        from engines.tasks import generate_suite
+
+        items = generate_suite(max(1, n // 7 + 1), split="test", seed=0)
+        return [item.messages for item in items][:n]
+    except ImportError:
+        from tests.engines.factories import PROMPTS
+
+        return [[{"role": "user", "content": p}] for p in (PROMPTS * n)[:n]]
+
+
+def matmul_peak_gflops(n: int = 1024, repeats: int = 5) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n**3 / best / 1e9
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+@torch.inference_mode()
+def decoder_step_flops(engine: DiffusionEngine, prompt_ids: list[list[int]], canvas: int) -> float:
+    batch = SequenceBatch(engine.model, len(prompt_ids), engine.model.device)
+    ids, valid = left_pad(prompt_ids, engine.pad_id, engine.model.device)
+    batch.encode(ids, valid, logits="none")
+    noise = torch.randint(0, engine.vocab_size, (len(prompt_ids), canvas))
+    with FlopCounterMode(display=False) as counter:
+        batch.denoise(noise, None)
+    return float(counter.get_total_flops())
+
+
+def run_reference(engine: DiffusionEngine, chunk: list[list[int]], steps: int, seed: int) -> tuple[int, int]:
+    """transformers' generate() on a left-padded batch: (output tokens, forwards after prefill)."""
+    ids, valid = left_pad(chunk, engine.pad_id, engine.model.device)
+    torch.manual_seed(seed)
+    with torch.inference_mode():
+        out = engine.model.generate(
+            ids, attention_mask=valid, max_new_tokens=engine.config.canvas_length, max_denoising_steps=steps, eos_token_id=None
+        )
+    tokens = out.sequences.shape[1] - ids.shape[1]
+    forwards = tokens / out.tokens_per_forward  # the library's count: denoising passes
+    return tokens * len(chunk), int(forwards.sum())
+
+
+def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: int, seed: int) -> tuple[int, int]:
+    requests = [
+        GenerationRequest(
+            prompt=ids, mode=mode, seed=seed + i, max_new_tokens=engine.config.canvas_length, max_denoising_steps=steps, stop_token_ids=[]
+        )
+        for i, ids in enumerate(chunk)
+    ]
+    results = engine.generate_batch(requests)
+    return sum(r.stats.output_tokens for r in results), sum(r.stats.forwards - 1 for r in results)
+
+
+def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
+    """Run every mode on every chunk of `batch` prompts, interleaved so that machine noise hits all
+    modes alike. Returns one record per mode."""
+    acc = {m: {"latencies": [], "tokens": 0, "forwards": 0, "elapsed": 0.0} for m in modes}
+    for rep in range(repeats):
+        for start in range(0, len(prompts), batch):
+            chunk, seed = prompts[start : start + batch], rep * 1000 + start
+            for mode in modes:
+                t0 = time.perf_counter()
+                if mode == "reference":
+                    tokens, forwards = run_reference(engine, chunk, steps, seed)
+                else:
+                    tokens, forwards = run_mode(engine, mode, chunk, steps, seed)
+                dt = time.perf_counter() - t0
+                a = acc[mode]
+                a["latencies"].append(dt)
+                a["tokens"] += tokens
+                a["forwards"] += forwards
+                a["elapsed"] += dt
+    return [
+        {
+            "mode": mode,
+            "batch": batch,
+            "tokens_per_s": a["tokens"] / a["elapsed"],
+            "tokens_per_forward": a["tokens"] / max(1, a["forwards"]),
+            "p50_ms": statistics.median(a["latencies"]) * 1000,
+            # wall time per batched forward after prefill, sampler and prefill included
+            "ms_per_forward": a["elapsed"] * 1000 / max(1, a["forwards"] / batch),
+            "requests": len(prompts) * repeats,
+            "output_tokens": a["tokens"],
+        }
+        for mode, a in acc.items()
+    ]
+
+
+def main(args) -> int:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    engine, source = load_engine(args.checkpoint)
+    n_prompts = 8 if args.quick else 16
+    repeats = 1 if args.quick else 2
+    prompts = [engine.prompt_ids(GenerationRequest(messages=m)) for m in bench_prompts(n_prompts)]
+    modes = [m for m in MODES if not (args.quick and m == "verified" and source.startswith("tiny random"))]
+    print(f"checkpoint: {source}; canvas {engine.config.canvas_length}; {args.steps} steps; {n_prompts} prompts x {repeats}")
+    print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
+
+    for mode in modes:  # warm-up: first calls pay for allocations and lazy initialisation
+        measure(engine, [mode], prompts[:2], 2, args.steps, 1)
+    peak = matmul_peak_gflops()
+    records = []
+    for batch in (1, 8):
+        records += measure(engine, modes, prompts, batch, args.steps, repeats)
+        print(f"  measured batch {batch}", flush=True)
+    for rec in records:
+        same = {r["mode"]: r for r in records if r["batch"] == rec["batch"]}
+        rec["ratio_vs_reference"] = rec["tokens_per_s"] / same["reference"]["tokens_per_s"]
+        rec["ratio_vs_ar"] = rec["tokens_per_s"] / same["ar"]["tokens_per_s"]
+
+    utilization = []
+    for batch in (1, 8):
+        flops = decoder_step_flops(engine, prompts[:batch], engine.config.canvas_length)
+        block = next(r for r in records if r["mode"] == "block" and r["batch"] == batch)
+        step_s = block["ms_per_forward"] / 1000  # one canvas per request: every forward after prefill is a step
+        utilization.append({"batch": batch, "decoder_step_gflop": flops / 1e9, "step_ms": step_s * 1000, "share_of_peak": flops / step_s / 1e9 / peak})
+
+    print()
+    print(f"| mode | batch | tokens/s | tokens/forward | p50 ms | vs reference | vs AR |")
+    print(f"|---|---|---|---|---|---|---|")
+    for r in records:
+        print(
+            f"| {r['mode']} | {r['batch']} | {r['tokens_per_s']:.1f} | {r['tokens_per_forward']:.2f} | {r['p50_ms']:.0f} "
+            f"| {r['ratio_vs_reference']:.2f}x | {r['ratio_vs_ar']:.2f}x |"
+        )
+    print()
+    print(f"fp32 matmul peak: {peak:.1f} GFLOP/s")
+    for u in utilization:
+        print(
+            f"block decoder step, batch {u['batch']}: {u['decoder_step_gflop']:.3f} GFLOP in {u['step_ms']:.1f} ms "
+            f"= {u['share_of_peak'] * 100:.1f}% of peak"
+        )
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {"checkpoint": source, "steps": args.steps, "peak_gflops": peak, "decoder_utilization": utilization, "records": records},
+                indent=2,
+            )
+        )
+        print(f"wrote {args.json}")
+    return 0
