@@ -103,8 +103,9 @@ class SequenceBatch:
         if length >= self.slots:
             return
         try:
-            self.cache.crop(length)
-        except ValueError:  # sliding-window layers cannot crop past their window: mask the slots instead
+            self.cache.crop(length - self.slots)  # transformers 5 takes the (negative) count to remove
+        except (ValueError, RuntimeError):
+            # A sliding-window layer past its window cannot roll back: keep the slots, masked out.
             self.mask[:, length:] = False
             return
         self.mask = self.mask[:, :length]

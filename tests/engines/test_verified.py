@@ -49,3 +49,27 @@ def test_accepted_prefixes_keep_output_equal_to_ar(engine, monkeypatch, corrupt_
         assert result.token_ids == ar.token_ids
         assert result.stats.accepted > 0
         assert result.stats.encoder_calls < ar.stats.encoder_calls
+
+
+def test_rejected_draft_slots_are_cropped_from_the_cache(engine):
+    # Rejected draft tokens must leave the KV cache, or a long answer would fill it (and a
+    # sliding-window layer) with canvases of garbage: the cache holds prompt + output only.
+    import engines.batch
+
+    seen = []
+    original = engines.batch.SequenceBatch.keep_slots
+
+    def spy(batch, length):
+        original(batch, length)
+        seen.append((batch.slots, batch.cache.get_seq_length()))
+
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(engines.batch.SequenceBatch, "keep_slots", spy)
+    try:
+        result = engine.generate(chat(PROMPTS[0], mode="verified", max_new_tokens=20, max_denoising_steps=2, stop_token_ids=[]))
+    finally:
+        monkeypatch.undo()
+    assert seen, "verified mode never trimmed its cache"
+    prompt = len(engine.prompt_ids(chat(PROMPTS[0])))
+    slots, cached = seen[-1]
+    assert slots == cached <= prompt + result.stats.output_tokens
