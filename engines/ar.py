@@ -1,15 +1,15 @@
 """AR mode: the encoder alone, one token per call, with the KV cache and the tied `lm_head`.
 
-Finished rows leave the batch at once (`SequenceBatch.select`), so a long request does not
-make short ones wait, and a short one does not keep costing compute.
+Finished rows leave the batch at once (`SequenceBatch.select`), and new requests join between
+steps (`admit`), so a long request does not make short ones wait.
 """
 
 from __future__ import annotations
 
 import torch
 
-from engines.batch import SequenceBatch, left_pad
-from engines.rows import Row
+from engines.batch import prefill
+from engines.rows import Admit, Row, retire
 from engines.sampling import choose_tokens
 
 
@@ -24,26 +24,27 @@ def next_tokens(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def decode_ar(model, rows: list[Row], pad_id: int) -> None:
-    device = model.device
-    batch = SequenceBatch(model, len(rows), device)
-    ids, valid = left_pad([r.prompt_ids for r in rows], pad_id, device)
-    logits = batch.encode(ids, valid, logits="last")  # (B, V)
+def decode_ar(model, rows: list[Row], pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> None:
+    """Decode `rows` (and whatever `admit` hands over between steps, up to `max_batch` rows)."""
+    batch, logits = prefill(model, rows, pad_id, logits="last")  # logits (B, V)
     live = list(rows)
-    for r in live:
-        r.stats.encoder_calls += 1
     while True:
         tokens = next_tokens(live, logits[:, None])[:, 0]  # (B,)
-        keep = []
-        for j, r in enumerate(live):
-            r.extend([int(tokens[j])])
-            if not r.finished:
-                keep.append(j)
-        if not keep:
+        keep = retire(live, [[int(t)] for t in tokens])
+        joining = admit(max_batch - len(keep)) if admit else []
+        if keep:
+            keep_t = torch.tensor(keep, device=model.device)
+            batch.select(keep_t)
+            live = [live[j] for j in keep]
+            logits = batch.encode(tokens[keep_t][:, None], logits="last")
+            for r in live:
+                r.stats.encoder_calls += 1
+        if joining:
+            new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
+            if keep:
+                batch.merge(new_batch)
+                logits, live = torch.cat([logits, new_logits]), live + joining
+            else:
+                batch, logits, live = new_batch, new_logits, list(joining)
+        if not keep and not joining:
             return
-        keep_t = torch.tensor(keep, device=device)
-        batch.select(keep_t)
-        live = [live[j] for j in keep]
-        logits = batch.encode(tokens[keep_t][:, None], logits="last")
-        for r in live:
-            r.stats.encoder_calls += 1

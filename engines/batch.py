@@ -114,12 +114,43 @@ class SequenceBatch:
         """Slots `start : start + n` stop belonging to rows where `row_valid` (B, n) is False."""
         self.mask[:, start : start + row_valid.shape[1]] &= row_valid
 
+    def merge(self, other: "SequenceBatch") -> None:
+        """Append `other`'s rows: new requests join a running batch. The shorter side's cache is
+        left-padded with masked slots, so every row keeps its own positions."""
+        slots = max(self.slots, other.slots)
+        for mine, theirs in zip(self.cache.layers, other.cache.layers):
+            mine.keys = torch.cat([_pad_slots(mine.keys, slots, 2), _pad_slots(theirs.keys, slots, 2)])  # (B, H, S, D)
+            mine.values = torch.cat([_pad_slots(mine.values, slots, 2), _pad_slots(theirs.values, slots, 2)])
+            if hasattr(mine, "cumulative_length"):  # sliding-window layers count slots seen
+                mine.cumulative_length = slots
+        self.mask = torch.cat([_pad_slots(self.mask, slots, 1), _pad_slots(other.mask, slots, 1)])
+
     def select(self, rows: torch.Tensor) -> None:
         """Keep only `rows` (indices) of the batch: finished requests leave at once."""
         if rows.numel() == self.size:
             return
         self.cache.batch_select_indices(rows)
         self.mask = self.mask[rows]
+
+
+def prefill(model, rows, pad_id: int, logits: str) -> tuple[SequenceBatch, torch.Tensor | None]:
+    """A new batch holding `rows`' prompts (left-padded), and the prefill's logits."""
+    batch = SequenceBatch(model, len(rows), model.device)
+    ids, valid = left_pad([r.prompt_ids for r in rows], pad_id, model.device)
+    out = batch.encode(ids, valid, logits=logits)
+    for r in rows:
+        r.stats.encoder_calls += 1
+    return batch, out
+
+
+def _pad_slots(t: torch.Tensor, slots: int, dim: int) -> torch.Tensor:
+    """Left-pad `t` with zeros along `dim` to `slots` entries."""
+    missing = slots - t.shape[dim]
+    if missing == 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = missing
+    return torch.cat([t.new_zeros(shape), t], dim=dim)
 
 
 def left_pad(sequences: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -25,8 +25,8 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     StableAndConfidentStoppingCriteria,
 )
 
-from engines.batch import SequenceBatch, left_pad
-from engines.rows import Row
+from engines.batch import SequenceBatch, prefill
+from engines.rows import Admit, Row, retire
 from engines.sampling import RowSeededEntropyBoundSampler
 
 
@@ -96,30 +96,30 @@ def denoise_canvas(
 
 
 @torch.inference_mode()
-def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int) -> None:
-    """Decode `rows` to completion in block mode; results land in each row."""
-    device = model.device
-    batch = SequenceBatch(model, len(rows), device)
-    ids, valid = left_pad([r.prompt_ids for r in rows], pad_id, device)
-    batch.encode(ids, valid, logits="none")  # prefill
-    for r in rows:
-        r.stats.encoder_calls += 1
-    live = list(range(len(rows)))  # rows[live[j]] is batch row j
+def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> None:
+    """Decode `rows` to completion in block mode; newcomers from `admit` join at canvas boundaries."""
+    batch, _ = prefill(model, rows, pad_id, logits="none")
+    live = list(rows)
     while True:
-        canvas, steps = denoise_canvas(batch, [rows[i].generator for i in live], params)
-        keep = []
-        for j, i in enumerate(live):
-            row = rows[i]
+        canvas, steps = denoise_canvas(batch, [r.generator for r in live], params)  # (B, C), (B,)
+        for j, row in enumerate(live):
             row.stats.decoder_calls += int(steps[j])
             row.stats.steps_per_canvas.append(int(steps[j]))
-            row.extend(canvas[j].tolist())
-            if not row.finished:
-                keep.append(j)
-        if not keep:
+        keep = retire(live, canvas.tolist())
+        if keep:
+            keep_t = torch.tensor(keep, device=model.device)
+            batch.select(keep_t)
+            live = [live[j] for j in keep]
+            batch.encode(canvas[keep_t], logits="none")  # commit: the canvas becomes context for the next
+            for row in live:
+                row.stats.encoder_calls += 1
+        joining = admit(max_batch - len(keep)) if admit else []
+        if joining:
+            new_batch, _ = prefill(model, joining, pad_id, logits="none")
+            if keep:
+                batch.merge(new_batch)
+                live += joining
+            else:
+                batch, live = new_batch, list(joining)
+        if not keep and not joining:
             return
-        keep_t = torch.tensor(keep, device=device)
-        batch.select(keep_t)
-        live = [live[j] for j in keep]
-        batch.encode(canvas[keep_t], logits="none")  # commit: the canvas becomes context for the next
-        for i in live:
-            rows[i].stats.encoder_calls += 1

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -125,7 +124,7 @@ class DiffusionEngine:
             )
         return ids, params
 
-    def _row(self, req: GenerationRequest, ids: list[int], on_text=None) -> Row:
+    def row(self, req: GenerationRequest, ids: list[int], on_text=None, on_done=None) -> Row:
         stop_ids = frozenset(req.stop_token_ids) if req.stop_token_ids is not None else self.eos_ids
         return Row(
             request=req,
@@ -134,6 +133,7 @@ class DiffusionEngine:
             generator=make_generator(req.seed, self.model.device),
             decode=lambda t: self.tokenizer.decode(t, skip_special_tokens=True),
             on_text=on_text,
+            on_done=on_done,
         )
 
     # ---- decoding ---------------------------------------------------------------------------
@@ -144,20 +144,20 @@ class DiffusionEngine:
             groups[(row.request.mode, p)].append(i)
         with self._lock:
             for (mode, p), idx in groups.items():
-                group = [rows[i] for i in idx]
-                start = time.perf_counter()
-                if mode == "ar":
-                    decode_ar(self.model, group, self.pad_id)
-                elif mode == "block":
-                    decode_block(self.model, group, p, self.pad_id)
-                else:
-                    decode_verified(self.model, group, p, self.pad_id)
-                for r in group:
-                    r.stats.latency_s = time.perf_counter() - start
+                self.run([rows[i] for i in idx], mode, p)
+
+    def run(self, rows: list[Row], mode: str, params: BlockParams | None, admit=None, max_batch: int = 0) -> None:
+        """Decode one compatible group of rows; `admit` lets newcomers join between steps (the scheduler)."""
+        if mode == "ar":
+            decode_ar(self.model, rows, self.pad_id, admit, max_batch)
+        elif mode == "block":
+            decode_block(self.model, rows, params, self.pad_id, admit, max_batch)
+        else:
+            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch)
 
     def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any
-        rows = [self._row(r, ids) for r, (ids, _) in zip(requests, checked)]
+        rows = [self.row(r, ids) for r, (ids, _) in zip(requests, checked)]
         self._decode(rows, [p for _, p in checked])
         return [r.result() for r in rows]
 
@@ -169,7 +169,7 @@ class DiffusionEngine:
         ids, params = self.validate(request)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
-        row = self._row(request, ids, on_text=lambda delta: loop.call_soon_threadsafe(queue.put_nowait, delta))
+        row = self.row(request, ids, on_text=lambda delta: loop.call_soon_threadsafe(queue.put_nowait, delta))
 
         def work() -> None:
             try:

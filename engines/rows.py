@@ -6,6 +6,7 @@ Every mode appends tokens through `Row.extend`, so stop tokens, stop strings and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,15 +26,32 @@ class Row:
     generator: torch.Generator
     decode: Callable[[list[int]], str]  # token ids -> text
     on_text: Callable[[str], None] | None = None  # receives text deltas as tokens are committed
+    on_done: Callable[["Row"], None] | None = None  # called once, when the row leaves its batch
+    cancelled: bool = False  # set from another thread when the client goes away; honoured at the next step
+    error: BaseException | None = None  # set when decoding failed; `on_done` still runs
     output: list[int] = field(default_factory=list)
     finish_reason: FinishReason | None = None
     text: str = ""  # output text so far, cut before any stop string
     sent: int = 0  # characters of `text` already passed to `on_text`
     stats: DecodeStats = field(default_factory=DecodeStats)
+    started: float = field(default_factory=time.perf_counter)
 
     @property
     def finished(self) -> bool:
         return self.finish_reason is not None
+
+    @property
+    def leaving(self) -> bool:
+        """Done decoding: finished, or its client went away."""
+        return self.finish_reason is not None or self.cancelled
+
+    def close(self) -> None:
+        """The row left its batch: stamp its latency and tell whoever waits for it."""
+        self.stats.latency_s = time.perf_counter() - self.started
+        if self.cancelled and self.finish_reason is None:
+            self.finish_reason = "cancelled"
+        if self.on_done is not None:
+            self.on_done(self)
 
     def extend(self, tokens: list[int]) -> int:
         """Append committed tokens until a stop; returns how many were taken (a stop token counts)."""
@@ -85,3 +103,22 @@ class Row:
             finish_reason=self.finish_reason or "length",
             stats=self.stats,
         )
+
+
+# Between steps a running batch asks for newcomers: free slots -> rows that join now
+# (validated, and compatible with the batch's mode and denoising settings).
+Admit = Callable[[int], list[Row]]
+
+
+def retire(live: list[Row], committed: list[list[int]]) -> list[int]:
+    """Give each live row its committed tokens; close the rows that are done.
+    Returns the batch indices of the rows that stay."""
+    keep = []
+    for j, (row, tokens) in enumerate(zip(live, committed)):
+        if not row.cancelled:
+            row.extend(tokens)
+        if row.leaving:
+            row.close()
+        else:
+            keep.append(j)
+    return keep

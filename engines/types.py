@@ -8,7 +8,7 @@ from typing import Literal
 
 Mode = Literal["block", "verified", "ar"]
 MODES: tuple[Mode, ...] = ("block", "verified", "ar")
-FinishReason = Literal["stop", "length"]
+FinishReason = Literal["stop", "length", "cancelled"]
 
 
 @dataclass

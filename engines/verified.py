@@ -17,9 +17,9 @@ from __future__ import annotations
 import torch
 
 from engines.ar import next_tokens
-from engines.batch import SequenceBatch, left_pad
+from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, denoise_canvas
-from engines.rows import Row
+from engines.rows import Admit, Row, retire
 
 
 def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> tuple[torch.Tensor, torch.Tensor]:
@@ -28,14 +28,13 @@ def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> 
 
 
 @torch.inference_mode()
-def decode_verified(model, rows: list[Row], params: BlockParams, pad_id: int) -> None:
+def decode_verified(
+    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0
+) -> None:
+    """Decode `rows` in verified mode; newcomers from `admit` join between rounds."""
     device = model.device
-    batch = SequenceBatch(model, len(rows), device)
-    ids, valid = left_pad([r.prompt_ids for r in rows], pad_id, device)
-    logits = batch.encode(ids, valid, logits="last")  # (B, V)
+    batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
     live = list(rows)
-    for r in live:
-        r.stats.encoder_calls += 1
     predicted = next_tokens(live, logits[:, None])[:, 0]  # (B,) AR choice for the first draft position
     while True:
         draft, steps = draft_canvas(batch, live, params)  # (B, C)
@@ -44,28 +43,37 @@ def decode_verified(model, rows: list[Row], params: BlockParams, pad_id: int) ->
         ar = torch.cat([predicted[:, None], next_tokens(live, commit_logits)], dim=1)  # (B, C + 1)
         agree = (draft == ar[:, :-1]).long().cumprod(-1)  # (B, C) 1 up to the first mismatch
         accepted = agree.sum(-1)  # (B,)
-        keep = []
-        for j, r in enumerate(live):
+        committed = []
+        for j, row in enumerate(live):
             k = int(accepted[j])
-            r.stats.decoder_calls += int(steps[j])
-            r.stats.encoder_calls += 1
-            r.stats.steps_per_canvas.append(int(steps[j]))
-            r.stats.drafted += params.canvas
-            r.stats.accepted += k
-            r.extend(draft[j, :k].tolist() + [int(ar[j, k])])
-            if not r.finished:
-                keep.append(j)
-        if not keep:
-            return
+            row.stats.decoder_calls += int(steps[j])
+            row.stats.encoder_calls += 1
+            row.stats.steps_per_canvas.append(int(steps[j]))
+            row.stats.drafted += params.canvas
+            row.stats.accepted += k
+            committed.append(draft[j, :k].tolist() + [int(ar[j, k])])
+        keep = retire(live, committed)
         # Keep the KV of accepted draft tokens only; the AR token at the mismatch is encoded next.
         longest = int(accepted.max())
         batch.keep_slots(start + longest)
         batch.invalidate(torch.arange(longest, device=device)[None] < accepted[:, None], start)
-        keep_t = torch.tensor(keep, device=device)
-        batch.select(keep_t)
-        live = [live[j] for j in keep]
-        correction = ar[keep_t, accepted[keep_t]]  # (B,)
-        logits = batch.encode(correction[:, None], logits="last")
-        for r in live:
-            r.stats.encoder_calls += 1
-        predicted = next_tokens(live, logits[:, None])[:, 0]
+        if keep:
+            keep_t = torch.tensor(keep, device=device)
+            batch.select(keep_t)
+            live = [live[j] for j in keep]
+            correction = ar[keep_t, accepted[keep_t]]  # (B,)
+            logits = batch.encode(correction[:, None], logits="last")
+            for row in live:
+                row.stats.encoder_calls += 1
+            predicted = next_tokens(live, logits[:, None])[:, 0]
+        joining = admit(max_batch - len(keep)) if admit else []
+        if joining:
+            new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
+            new_predicted = next_tokens(joining, new_logits[:, None])[:, 0]
+            if keep:
+                batch.merge(new_batch)
+                live, predicted = live + joining, torch.cat([predicted, new_predicted])
+            else:
+                batch, live, predicted = new_batch, list(joining), new_predicted
+        if not keep and not joining:
+            return

@@ -1,0 +1,203 @@
+"""Per-replica scheduler: step-level batching of concurrent requests over one engine.
+
+- `submit(request)` and `stream(request)` validate at once (bad input raises 400 before it
+  queues), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
+- One worker thread decodes. It takes the oldest waiting request and every compatible waiting
+  one (same mode and denoising settings) up to `max_batch_size`, and runs them as one batch.
+  Between steps (AR: every token; block: every canvas; verified: every round) the running batch
+  admits compatible newcomers into free slots; finished rows leave at once.
+- Fairness: a batch stops admitting once an incompatible request has waited `max_wait_s`, so the
+  worker moves on to it when the batch drains.
+- A client that goes away (its await is cancelled) marks its row cancelled; the batch drops it
+  at its next step, or it leaves the queue at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from engines.engine import DiffusionEngine
+from engines.errors import EngineOverloadedError, EngineUnavailableError
+from engines.rows import Row
+from engines.types import GenerationRequest, GenerationResult
+
+log = logging.getLogger("tandem.scheduler")
+
+
+@dataclass
+class SchedulerConfig:
+    max_batch_size: int = 8  # rows decoded together in one forward
+    max_queue: int = 64  # waiting requests beyond the running batch; more are refused with 429
+    max_wait_s: float = 0.5  # how long an incompatible request may wait before batches stop admitting
+    retry_after_s: float = 1.0  # Retry-After sent with a 429
+
+
+@dataclass
+class SchedulerStats:
+    submitted: int = 0
+    completed: int = 0
+    rejected: int = 0  # queue full
+    cancelled: int = 0
+    failed: int = 0
+    batches: int = 0  # worker sessions started
+    admitted_mid_batch: int = 0  # requests that joined a running batch
+
+
+class Scheduler:
+    def __init__(self, engine: DiffusionEngine, config: SchedulerConfig | None = None):
+        self.engine = engine
+        self.config = config or SchedulerConfig()
+        self.stats = SchedulerStats()
+        self._pending: deque[tuple[tuple, Row]] = deque()
+        self._cv = threading.Condition()
+        self._running: list[Row] = []
+        self._closed = False
+        self._worker = threading.Thread(target=self._work, name="tandem-scheduler", daemon=True)
+        self._worker.start()
+
+    # ---- the async side ------------------------------------------------------------------------
+
+    def _enqueue(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop, on_text=None) -> tuple[Row, asyncio.Future]:
+        ids, params = self.engine.validate(request)
+        future = loop.create_future()
+
+        def done(row: Row) -> None:
+            loop.call_soon_threadsafe(_settle, future, row)
+
+        row = self.engine.row(request, ids, on_text=on_text, on_done=done)
+        with self._cv:
+            if self._closed:
+                raise EngineUnavailableError("the engine is shutting down")
+            if len(self._pending) >= self.config.max_queue:
+                self.stats.rejected += 1
+                raise EngineOverloadedError(
+                    f"the {request.mode} engine's queue is full ({self.config.max_queue} waiting); retry shortly",
+                    retry_after_s=self.config.retry_after_s,
+                )
+            self._pending.append(((request.mode, params), row))
+            self.stats.submitted += 1
+            self._cv.notify()
+        return row, future
+
+    async def submit(self, request: GenerationRequest) -> GenerationResult:
+        row, future = self._enqueue(request, asyncio.get_running_loop())
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self.cancel(row)
+            raise
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult]:
+        """Text deltas as they are committed, then the `GenerationResult`."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        row, future = self._enqueue(request, loop, on_text=lambda d: loop.call_soon_threadsafe(queue.put_nowait, d))
+        future.add_done_callback(queue.put_nowait)
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, asyncio.Future):
+                    yield item.result()  # raises the decode error, if any
+                    return
+                yield item
+        finally:
+            if not future.done():  # the consumer went away mid-stream
+                self.cancel(row)
+
+    def cancel(self, row: Row) -> None:
+        row.cancelled = True
+        with self._cv:
+            for i, (_, waiting) in enumerate(self._pending):
+                if waiting is row:
+                    del self._pending[i]
+                    self.stats.cancelled += 1
+                    row.close()
+                    return
+        self.stats.cancelled += 1
+
+    def load(self) -> dict:
+        """Queue depth and running rows, for load-aware routing and /admin/stats."""
+        with self._cv:
+            return {
+                "queued": len(self._pending),
+                "running": len(self._running),
+                "capacity": self.config.max_batch_size,
+                "max_queue": self.config.max_queue,
+                "queue_ratio": len(self._pending) / self.config.max_queue,
+            }
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+    # ---- the worker ----------------------------------------------------------------------------
+
+    def _take(self, key: tuple, n: int) -> list[Row]:
+        """Up to `n` waiting rows with `key`, oldest first (caller holds the lock)."""
+        taken, rest = [], deque()
+        for k, row in self._pending:
+            if k == key and len(taken) < n:
+                taken.append(row)
+            else:
+                rest.append((k, row))
+        self._pending = rest
+        return taken
+
+    def _admit(self, key: tuple, free: int) -> list[Row]:
+        with self._cv:
+            if free <= 0 or not self._pending:
+                return []
+            oldest_key, oldest = self._pending[0]
+            if oldest_key != key and time.perf_counter() - oldest.started > self.config.max_wait_s:
+                return []  # let the batch drain so the worker can turn to the waiting group
+            rows = self._take(key, free)
+            self._running += rows
+            self.stats.admitted_mid_batch += len(rows)
+            return rows
+
+    def _work(self) -> None:
+        while True:
+            with self._cv:
+                while not self._pending and not self._closed:
+                    self._cv.wait()
+                if self._closed:
+                    return
+                key, first = self._pending.popleft()
+                self._running = [first] + self._take(key, self.config.max_batch_size - 1)
+                group = list(self._running)
+                self.stats.batches += 1
+            mode, params = key
+            try:
+                self.engine.run(group, mode, params, admit=lambda n: self._admit(key, n), max_batch=self.config.max_batch_size)
+            except Exception as exc:  # a failed batch fails its rows cleanly; the worker goes on
+                log.exception("decode batch failed")
+                with self._cv:
+                    unfinished = [r for r in self._running if r.finish_reason is None and r.error is None]
+                for row in unfinished:
+                    row.error = EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}: {exc}")
+                    row.close()
+            with self._cv:
+                for row in self._running:
+                    if row.error is not None:
+                        self.stats.failed += 1
+                    elif not row.cancelled:
+                        self.stats.completed += 1
+                self._running = []
+
+
+def _settle(future: asyncio.Future, row: Row) -> None:
+    if future.done():
+        return
+    if row.error is not None:
+        future.set_exception(row.error)
+    elif row.cancelled:
+        future.cancel()
+    else:
+        future.set_result(row.result())

@@ -1,0 +1,100 @@
+"""The scheduler: concurrent requests share batches, newcomers join running batches between steps
+and still decode exactly as they would alone; full queues, cancellation and failures are clean."""
+
+import asyncio
+
+import pytest
+
+from engines import EngineOverloadedError, EngineUnavailableError, GenerationResult
+from engines.scheduler import Scheduler, SchedulerConfig
+from tests.engines.factories import PROMPTS, chat
+
+
+@pytest.fixture
+def scheduler(engine):
+    s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=8))
+    yield s
+    s.close()
+
+
+async def staggered(scheduler, requests, gap_s=0.01):
+    async def one(i, r):
+        await asyncio.sleep(i * gap_s)
+        return await scheduler.submit(r)
+
+    return await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+
+
+@pytest.mark.parametrize("mode", ["ar", "block", "verified"])
+def test_joining_a_running_batch_changes_no_token(engine, scheduler, mode):
+    requests = [
+        chat(p, mode=mode, seed=i, max_new_tokens=n, canvas=8, max_denoising_steps=2, stop_token_ids=[])
+        for i, (p, n) in enumerate(zip(PROMPTS[:6], [30, 9, 22, 5, 17, 12]))
+    ]
+    results = asyncio.run(staggered(scheduler, requests))
+    assert scheduler.stats.admitted_mid_batch > 0, "no request joined a running batch"
+    assert scheduler.stats.batches < len(requests)
+    for request, result in zip(requests, results):
+        assert result.token_ids == engine.generate(request).token_ids
+    assert scheduler.stats.completed == len(requests)
+
+
+def test_full_queue_is_refused_with_retry_after(engine):
+    scheduler = Scheduler(engine, SchedulerConfig(max_batch_size=1, max_queue=2, retry_after_s=2.5))
+    try:
+
+        async def flood():
+            tasks = [asyncio.ensure_future(scheduler.submit(chat(PROMPTS[0], mode="ar", max_new_tokens=30, stop_token_ids=[]))) for _ in range(6)]
+            return await asyncio.gather(*tasks, return_exceptions=True)
+
+        outcomes = asyncio.run(flood())
+        refused = [o for o in outcomes if isinstance(o, EngineOverloadedError)]
+        served = [o for o in outcomes if isinstance(o, GenerationResult)]
+        assert refused and served and len(refused) + len(served) == 6
+        assert refused[0].status == 429 and refused[0].retry_after_s == 2.5
+        assert scheduler.stats.rejected == len(refused)
+    finally:
+        scheduler.close()
+
+
+def test_a_client_that_leaves_mid_stream_frees_its_slot(engine, scheduler):
+    async def leave_early():
+        stream = scheduler.stream(chat(PROMPTS[0], mode="ar", max_new_tokens=200, stop_token_ids=[]))
+        async for _ in stream:
+            break  # the client disconnects after the first delta
+        await stream.aclose()
+        for _ in range(200):  # the batch drops the row at its next step
+            if scheduler.load()["running"] == 0:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    assert asyncio.run(leave_early())
+    assert scheduler.stats.cancelled == 1
+    assert asyncio.run(scheduler.submit(chat(PROMPTS[1], mode="ar", max_new_tokens=4))).finish_reason in ("stop", "length")
+
+
+def test_stream_yields_deltas_then_the_result(engine, scheduler):
+    async def run():
+        return [item async for item in scheduler.stream(chat(PROMPTS[2], mode="block", seed=1, max_new_tokens=24, canvas=8, stop_token_ids=[]))]
+
+    items = asyncio.run(run())
+    assert isinstance(items[-1], GenerationResult)
+    assert "".join(items[:-1]) == items[-1].text
+
+
+def test_a_failing_batch_fails_its_requests_cleanly_and_the_worker_goes_on(engine, scheduler, monkeypatch):
+    calls = {"n": 0}
+    real_run = engine.run
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("simulated device fault")
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "run", flaky)
+    with pytest.raises(EngineUnavailableError, match="simulated device fault"):
+        asyncio.run(scheduler.submit(chat(PROMPTS[0], mode="ar", max_new_tokens=4)))
+    assert asyncio.run(scheduler.submit(chat(PROMPTS[0], mode="ar", max_new_tokens=4))).token_ids
+    assert scheduler.stats.failed == 1
