@@ -163,6 +163,10 @@ class Policy(_Strict):
         0.0, ge=0.0, le=1.0, description="Share of block decisions also verified by AR, only to measure acceptance."
     )
     load_aware: LoadAware = Field(default_factory=LoadAware, description="Load-aware routing (off by default).")
+    on_engine_failure: dict[Mode, Mode | None] = Field(
+        default_factory=lambda: {"block": "ar", "verified": "ar", "ar": "verified"},
+        description="Mode that retries a request when its engine fails or times out; null answers 503 at once.",
+    )
 
     @field_validator("canvas_sizes")
     @classmethod

@@ -1,0 +1,119 @@
+"""The engine as a Ray Serve deployment (a plain class; `router.app.build_app` binds it).
+
+One replica = one model in memory + one `Scheduler`. The same class serves as `BlockEngine`
+(block and verified mode: verification rides on the commit pass of the same weights) and as
+`AREngine`; `modes` says which requests a replica takes.
+
+Errors cross the handle boundary as values (`EngineFailure`), not exceptions, so that their
+status, code and Retry-After survive pickling and reach the gateway intact.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from engines.errors import EngineError, EngineOverloadedError, EngineUnavailableError, InvalidRequestError
+from engines.types import GenerationRequest, GenerationResult
+
+log = logging.getLogger("tandem.engine")
+
+SHIPPED_CHECKPOINT = Path(__file__).parent / "checkpoints" / "tandem-tiny"
+
+
+def default_checkpoint() -> str:
+    return os.environ.get("TANDEM_CHECKPOINT") or str(SHIPPED_CHECKPOINT)
+
+
+@dataclass
+class EngineFailure:
+    """An engine error as a picklable value."""
+
+    status: int
+    code: str
+    type: str
+    message: str
+    param: str | None = None
+    retry_after_s: float | None = None
+
+    @classmethod
+    def of(cls, exc: EngineError) -> "EngineFailure":
+        return cls(exc.status, exc.code, exc.type, exc.message, exc.param, getattr(exc, "retry_after_s", None))
+
+    def error(self) -> EngineError:
+        if self.status == 429:
+            return EngineOverloadedError(self.message, retry_after_s=self.retry_after_s or 1.0)
+        cls = {400: InvalidRequestError, 503: EngineUnavailableError}.get(self.status, EngineError)
+        err = cls(self.message, self.param)
+        err.code = self.code
+        return err
+
+
+class EngineDeployment:
+    def __init__(
+        self,
+        checkpoint: str | None = None,
+        modes: tuple[str, ...] = ("block", "verified", "ar"),
+        dtype: str = "float32",
+        device: str = "cpu",
+        threads: int | None = None,
+        max_batch_size: int = 8,
+        max_queue: int = 64,
+        max_wait_s: float = 0.5,
+    ):
+        import torch
+
+        from engines.engine import DiffusionEngine
+        from engines.scheduler import Scheduler, SchedulerConfig
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.modes = tuple(modes)
+        self.engine = DiffusionEngine.from_checkpoint(checkpoint or default_checkpoint(), dtype=dtype, device=device)
+        self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
+        log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
+
+    def _check_mode(self, request: GenerationRequest) -> None:
+        if request.mode not in self.modes:
+            raise InvalidRequestError(f"this engine serves {list(self.modes)}, not {request.mode!r}", param="mode")
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult | EngineFailure:
+        try:
+            self._check_mode(request)
+            return await self.scheduler.submit(request)
+        except EngineError as exc:
+            return EngineFailure.of(exc)
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult | EngineFailure]:
+        """Text deltas, then the GenerationResult (or an EngineFailure in place of either)."""
+        try:
+            self._check_mode(request)
+            async for item in self.scheduler.stream(request):
+                yield item
+        except EngineError as exc:
+            yield EngineFailure.of(exc)
+
+    def load(self) -> dict:
+        return self.scheduler.load() | {"stats": vars(self.scheduler.stats)}
+
+    def info(self) -> dict:
+        cfg = self.engine.config
+        return {
+            "checkpoint": str(self.engine.path),
+            "modes": list(self.modes),
+            "canvas_length": cfg.canvas_length,
+            "context_length": self.engine.context_length,
+        }
+
+    def check_health(self) -> None:
+        """Ray Serve calls this periodically; a dead scheduler thread restarts the replica."""
+        if not self.scheduler._worker.is_alive():
+            raise RuntimeError("scheduler worker thread died")
+
+    def __del__(self):
+        scheduler = getattr(self, "scheduler", None)
+        if scheduler is not None:
+            scheduler.close()

@@ -1,0 +1,57 @@
+"""`build_app(args)`: binds the plain deployment classes into the Tandem Ray Serve application.
+
+`serve_config.yaml` points here (`import_path: router.app:build_app`) and passes `args`; each
+deployment's replicas, `max_ongoing_requests`, `ray_actor_options` and autoscaling come from
+the config's `deployments` section, by name: `Gateway`, `BlockEngine`, `AREngine`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EngineArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dtype: str = Field("float32", description="Weights dtype: float32, bfloat16 or float16 (bfloat16 on GPUs).")
+    device: str = Field("cpu", description="torch device for the model, e.g. cpu or cuda.")
+    threads: int | None = Field(1, ge=1, description="torch intra-op threads per replica (null: torch's default).")
+    max_batch_size: int = Field(8, ge=1, le=512, description="Requests decoded together per step.")
+    max_queue: int = Field(64, ge=1, description="Waiting requests per replica before 429.")
+    max_wait_s: float = Field(0.5, gt=0, description="How long an incompatible request waits before running batches stop admitting.")
+
+
+class AppArgs(BaseModel):
+    """Arguments of the Tandem application (the `args:` block of serve_config.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+    checkpoint: str | None = Field(None, description="DiffusionGemma checkpoint directory; null: the shipped tiny model.")
+    router_model: str | None = Field(None, description="Router model (.skops); null: the shipped router/models/default.skops.")
+    policy_source: str | None = Field(
+        None, description="Policy store: a YAML path or a redis:// URL; null: $TANDEM_POLICY_SOURCE, else policies/default.yaml."
+    )
+    redis_url: str | None = Field(None, description="Redis for the decisions stream; null: the policy source if it is Redis, else none.")
+    key_prefix: str = Field("tandem:", description="Prefix of every Redis key Tandem writes (policy, history, decisions).")
+    admin_token_env: str = Field("TANDEM_ADMIN_TOKEN", description="Environment variable holding the admin bearer token; unset: admin API off.")
+    telemetry: str = Field("none", description="OpenTelemetry exporter: none, console, otlp or file:PATH.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Longest wait for an engine before degrading or answering 503.")
+    engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine replica settings, shared by BlockEngine and AREngine.")
+
+
+def build_app(args: dict | None = None):
+    from ray import serve
+
+    from engines.deployment import EngineDeployment
+    from router.gateway import Gateway, api
+
+    a = AppArgs.model_validate(args or {})
+    engine_kwargs = a.engine.model_dump()
+    # Defaults sized for a laptop; serve_config.yaml's `deployments` section overrides them by name.
+    engine_options = {"ray_actor_options": {"num_cpus": 0.5}, "max_ongoing_requests": 128}
+    block = serve.deployment(EngineDeployment, name="BlockEngine", **engine_options).bind(a.checkpoint, modes=("block", "verified"), **engine_kwargs)
+    ar = serve.deployment(EngineDeployment, name="AREngine", **engine_options).bind(a.checkpoint, modes=("ar",), **engine_kwargs)
+    redis_url = a.redis_url or (a.policy_source if a.policy_source and a.policy_source.startswith(("redis://", "rediss://")) else None)
+    gateway_options = {"ray_actor_options": {"num_cpus": 0.1}, "max_ongoing_requests": 512}
+    return serve.deployment(serve.ingress(api)(Gateway), name="Gateway", **gateway_options).bind(
+        block, ar, policy_source=a.policy_source, router_model=a.router_model, redis_url=redis_url, key_prefix=a.key_prefix,
+        admin_token_env=a.admin_token_env, telemetry=a.telemetry, request_timeout_s=a.request_timeout_s,
+    )

@@ -1,0 +1,216 @@
+"""The OpenAI wire format: request models (pydantic), response and SSE chunk builders, error bodies.
+
+Only what Tandem serves is accepted; fields OpenAI defines that do not change the output here
+(`user`, `logit_bias`, ...) are accepted and ignored, and unknown fields are ignored as OpenAI does.
+`n` must be 1.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_STOP = 4  # OpenAI's limit on stop sequences
+DEFAULT_MAX_TOKENS = 512
+
+
+class ApiError(Exception):
+    """An error the gateway returns as OpenAI's `{"error": {...}}` body with `status`."""
+
+    def __init__(self, status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
+                 param: str | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.code, self.param = status, message, type, code, param
+        self.headers = headers or {}
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    include_usage: bool = False
+
+
+class ResponseFormat(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: Literal["text", "json_object", "json_schema"] = "text"
+    json_schema: dict[str, Any] | None = None  # {"name", "schema", "strict"}
+
+    @model_validator(mode="after")
+    def _schema_given(self):
+        if self.type == "json_schema" and not (self.json_schema and isinstance(self.json_schema.get("schema", {}), dict)):
+            raise ValueError("response_format json_schema needs json_schema.schema (a JSON Schema object)")
+        return self
+
+    def schema_(self) -> dict | None:
+        return (self.json_schema or {}).get("schema") if self.type == "json_schema" else None
+
+
+class _Sampling(BaseModel):
+    """Fields shared by chat and text completions."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = Field("tandem", min_length=1, max_length=256)
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)  # omitted: greedy (Tandem's default, not OpenAI's 1.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    stop: str | list[str] | None = None
+    seed: int | None = Field(None, ge=-(2**63), le=2**63 - 1)
+    n: int | None = Field(None, ge=1, le=128)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stop(cls, v):
+        stops = [v] if isinstance(v, str) else v
+        if stops is not None:
+            if len(stops) > MAX_STOP:
+                raise ValueError(f"at most {MAX_STOP} stop sequences")
+            if any(not s for s in stops):
+                raise ValueError("stop sequences must be non-empty")
+        return stops
+
+    @field_validator("n")
+    @classmethod
+    def _n(cls, v):
+        if v not in (None, 1):
+            raise ValueError("only n=1 is supported")
+        return v
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            parts = []
+            for part in self.content:
+                if part.get("type") != "text" or not isinstance(part.get("text"), str):
+                    raise ValueError("only text content parts are supported")
+                parts.append(part["text"])
+            return "".join(parts)
+        return self.content or ""
+
+
+class ChatCompletionRequest(_Sampling):
+    messages: list[ChatMessage] = Field(..., min_length=1, max_length=1024)
+    max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    response_format: ResponseFormat | None = None
+    tools: list[dict[str, Any]] | None = None
+
+    def token_budget(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+    def engine_messages(self) -> list[dict]:
+        """Messages as the chat template takes them: roles the template knows, text content."""
+        out = []
+        for m in self.messages:
+            role = {"developer": "system", "tool": "user"}.get(m.role, m.role)
+            out.append({"role": role, "content": m.text()})
+        return out
+
+
+class CompletionRequest(_Sampling):
+    prompt: str | list[str] = Field(...)
+
+    @field_validator("prompt")
+    @classmethod
+    def _one_prompt(cls, v):
+        if isinstance(v, list):
+            if len(v) != 1:
+                raise ValueError("exactly one prompt per request is supported")
+            v = v[0]
+        return v
+
+    def token_budget(self) -> int | None:
+        return self.max_tokens
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:24]}"
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+
+
+def chat_response(rid: str, model: str, text: str, finish_reason: str, usage_: dict, tandem: dict) -> dict:
+    return {
+        "id": rid,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None, "finish_reason": finish_reason}],
+        "usage": usage_,
+        "tandem": tandem,
+    }
+
+
+def completion_response(rid: str, model: str, text: str, finish_reason: str, usage_: dict, tandem: dict) -> dict:
+    return {
+        "id": rid,
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}],
+        "usage": usage_,
+        "tandem": tandem,
+    }
+
+
+def chat_chunk(rid: str, model: str, created: int, delta: dict, finish_reason: str | None = None, usage_: dict | None = None,
+               tandem: dict | None = None) -> str:
+    chunk = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [] if usage_ is not None and not delta and finish_reason is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+    }
+    if usage_ is not None:
+        chunk["usage"] = usage_
+    if tandem is not None:
+        chunk["tandem"] = tandem
+    return sse(chunk)
+
+
+def completion_chunk(rid: str, model: str, created: int, text: str, finish_reason: str | None = None, usage_: dict | None = None,
+                     tandem: dict | None = None) -> str:
+    chunk = {
+        "id": rid,
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [] if usage_ is not None and not text and finish_reason is None else [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}],
+    }
+    if usage_ is not None:
+        chunk["usage"] = usage_
+    if tandem is not None:
+        chunk["tandem"] = tandem
+    return sse(chunk)
+
+
+def sse(payload: dict | str) -> str:
+    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+    return f"data: {data}\n\n"
+
+
+DONE = "data: [DONE]\n\n"
+
+
+def validation_error(exc) -> ApiError:
+    """A pydantic ValidationError -> 400 naming the first bad field."""
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body",))
+    msg = first.get("msg", "invalid request")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ApiError(400, f"{loc}: {msg}{more}" if loc else f"{msg}{more}", code="invalid_value", param=loc or None)

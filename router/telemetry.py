@@ -1,0 +1,124 @@
+"""OpenTelemetry for the gateway: a span tree per request and metrics, exporter chosen by config.
+
+Exporters (`telemetry` argument of the app): `none` (spans and metrics are still made, nothing
+leaves the process), `console` (stdout), `file:PATH` (one JSON span per line, metrics every
+second — what the tests read), `otlp` (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT; needs the
+`opentelemetry-exporter-otlp-proto-http` package). Providers are private to the gateway, not
+the process-wide globals, so several apps in one process do not collide.
+
+Span tree: `tandem.request` -> `tandem.route` (the decision as attributes) -> `tandem.engine`
+(one per engine attempt: mode, tokens, forwards, acceptance) -> `tandem.canvas` children (one per
+canvas, steps) and `tandem.verify` (drafted, accepted) for verified mode.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict, deque
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
+
+
+def _exporters(kind: str):
+    if kind == "none":
+        return None, None
+    if kind == "console":
+        return SimpleSpanProcessor(ConsoleSpanExporter()), PeriodicExportingMetricReader(ConsoleMetricExporter(), 10_000)
+    if kind.startswith("file:"):
+        out = open(kind[5:], "a", buffering=1)  # noqa: SIM115 - lives as long as the gateway
+        spans = ConsoleSpanExporter(out=out, formatter=lambda s: s.to_json(indent=None) + "\n")
+        metrics = ConsoleMetricExporter(out=out, formatter=lambda m: json.dumps({"metrics": json.loads(m.to_json(indent=None))}) + "\n")
+        return SimpleSpanProcessor(spans), PeriodicExportingMetricReader(metrics, 1_000)
+    if kind == "otlp":
+        try:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError as exc:
+            raise ValueError("telemetry 'otlp' needs `pip install opentelemetry-exporter-otlp-proto-http`") from exc
+        return BatchSpanProcessor(OTLPSpanExporter()), PeriodicExportingMetricReader(OTLPMetricExporter(), 10_000)
+    raise ValueError(f"telemetry must be none, console, otlp or file:PATH; got {kind!r}")
+
+
+class Telemetry:
+    def __init__(self, exporter: str = "none", service_name: str = "tandem-gateway"):
+        resource = Resource.create({"service.name": service_name})
+        span_processor, metric_reader = _exporters(exporter)
+        self.tracer_provider = TracerProvider(resource=resource)
+        if span_processor is not None:
+            self.tracer_provider.add_span_processor(span_processor)
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader] if metric_reader else [])
+        self.tracer = self.tracer_provider.get_tracer("tandem.gateway")
+        meter = self.meter_provider.get_meter("tandem.gateway")
+        self.requests = meter.create_counter("tandem.requests", description="Requests by mode, task and status")
+        self.latency = meter.create_histogram("tandem.latency", unit="ms", description="End-to-end latency by mode")
+        self.tokens_per_forward = meter.create_histogram("tandem.tokens_per_forward", description="Output tokens per model call")
+        self.acceptance = meter.create_histogram("tandem.acceptance_rate", description="Verified mode: accepted / drafted")
+        self.decisions_dropped = meter.create_counter("tandem.decisions_dropped", description="Decision log entries lost (Redis down)")
+        self._queue: dict[str, float] = {}
+        meter.create_observable_gauge("tandem.queue_depth", callbacks=[self._observe_queue], description="Waiting requests per engine")
+
+    def set_queue_depth(self, depths: dict[str, float]) -> None:
+        self._queue = dict(depths)
+
+    def _observe_queue(self, _options):
+        from opentelemetry.metrics import Observation
+
+        return [Observation(v, {"engine": k}) for k, v in self._queue.items()]
+
+    def shutdown(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+
+
+class GatewayStats:
+    """What `/admin/stats` shows: requests, latency, tokens per forward and acceptance per mode."""
+
+    def __init__(self, window: int = 1000):
+        self._lock = threading.Lock()
+        self.requests: dict[str, int] = defaultdict(int)
+        self.errors: dict[str, int] = defaultdict(int)
+        self.degraded = 0
+        self._latency: dict[str, deque] = defaultdict(lambda: deque(maxlen=window))
+        self._tpf: dict[str, deque] = defaultdict(lambda: deque(maxlen=window))
+        self.drafted = 0
+        self.accepted = 0
+
+    def record(self, mode: str, latency_ms: float, tokens_per_forward: float, drafted: int = 0, accepted: int = 0, degraded: bool = False) -> None:
+        with self._lock:
+            self.requests[mode] += 1
+            self._latency[mode].append(latency_ms)
+            self._tpf[mode].append(tokens_per_forward)
+            self.drafted += drafted
+            self.accepted += accepted
+            self.degraded += int(degraded)
+
+    def error(self, status: int) -> None:
+        with self._lock:
+            self.errors[str(status)] += 1
+
+    def snapshot(self) -> dict:
+        def pct(values, q):
+            s = sorted(values)
+            return round(s[min(len(s) - 1, int(q * len(s)))], 2) if s else None
+
+        with self._lock:
+            modes = {
+                m: {
+                    "requests": n,
+                    "latency_ms_p50": pct(self._latency[m], 0.5),
+                    "latency_ms_p99": pct(self._latency[m], 0.99),
+                    "tokens_per_forward_mean": round(sum(self._tpf[m]) / len(self._tpf[m]), 3) if self._tpf[m] else None,
+                }
+                for m, n in self.requests.items()
+            }
+            return {
+                "modes": modes,
+                "errors": dict(self.errors),
+                "degraded": self.degraded,
+                "acceptance_rate": round(self.accepted / self.drafted, 4) if self.drafted else None,
+            }
