@@ -1,0 +1,62 @@
+"""Bad input gets OpenAI's error body with the right status, never a 5xx."""
+
+import httpx
+import pytest
+
+URL = "/v1/chat/completions"
+OK = {"model": "tandem", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+
+CASES = [
+    ({**OK, "messages": []}, 400, "messages"),
+    ({**OK, "messages": "hi"}, 400, "messages"),
+    ({**OK, "messages": [{"role": "wizard", "content": "x"}]}, 400, "messages"),
+    ({**OK, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, 400, "messages"),
+    ({**OK, "n": 2}, 400, "n"),
+    ({**OK, "temperature": -1}, 400, "temperature"),
+    ({**OK, "temperature": "hot"}, 400, "temperature"),
+    ({**OK, "top_p": 0}, 400, "top_p"),
+    ({**OK, "max_tokens": 0}, 400, "max_tokens"),
+    ({**OK, "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
+    ({**OK, "response_format": {"type": "json_schema"}}, 400, "response_format"),
+    ({**OK, "model": "gpt-4o"}, 404, "model"),
+    ({**OK, "max_tokens": 100_000}, 400, None),  # beyond the model's context
+]
+
+
+@pytest.mark.parametrize(("body", "status", "param"), CASES)
+def test_bad_bodies(base_url, body, status, param):
+    r = httpx.post(base_url + URL, json=body, timeout=30)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert error["message"] and error["type"]
+    if param:
+        assert error["param"] and error["param"].startswith(param)
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b"\xff\xfe\x00", b'"just a string"', b""])
+def test_malformed_json(base_url, raw):
+    r = httpx.post(base_url + URL, content=raw, headers={"content-type": "application/json"}, timeout=30)
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == "invalid_json"
+
+
+def test_oversized_body_is_413(base_url):
+    big = {**OK, "messages": [{"role": "user", "content": "x" * (5 * 1024 * 1024)}]}
+    r = httpx.post(base_url + URL, json=big, timeout=60)
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == "request_too_large"
+
+
+def test_unknown_route_and_method(base_url):
+    assert httpx.get(base_url + "/v1/nope").status_code == 404
+    assert "error" in httpx.get(base_url + "/v1/nope").json()
+    assert httpx.get(base_url + URL).status_code == 405
+
+
+def test_mode_header_with_a_bad_value(base_url):
+    r = httpx.post(base_url + URL, json=OK, headers={"x-tandem-mode": "warp"}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "x-tandem-mode"
+
+
+def test_still_serving_after_all_that(base_url):
+    assert httpx.post(base_url + URL, json={**OK, "model": "tandem-ar"}, timeout=30).status_code == 200

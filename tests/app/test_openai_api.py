@@ -1,0 +1,119 @@
+"""The served app through the official OpenAI client and plain HTTP: what agent frameworks rely on."""
+
+import json
+import time
+
+import httpx
+import openai
+import pytest
+
+MSG = [{"role": "user", "content": "Extract the name and city as JSON: Alice Smith lives in Paris."}]
+
+
+@pytest.fixture(scope="module")
+def client(base_url):
+    return openai.OpenAI(base_url=f"{base_url}/v1", api_key="sk-test", max_retries=0, timeout=60)
+
+
+def test_models_lists_the_four_aliases(client):
+    assert {m.id for m in client.models.list()} == {"tandem", "tandem-block", "tandem-verified", "tandem-ar"}
+
+
+def test_chat_completion_with_decision_headers_and_body(client):
+    raw = client.chat.completions.with_raw_response.create(model="tandem", messages=MSG, max_tokens=6, seed=1)
+    completion = raw.parse()
+    assert raw.headers["x-tandem-mode"] in ("block", "verified", "ar")
+    assert raw.headers["x-tandem-task"]
+    assert raw.headers["x-tandem-policy-version"].isdigit()
+    assert raw.headers["x-request-id"] == completion.id
+    choice = completion.choices[0]
+    assert choice.message.role == "assistant" and isinstance(choice.message.content, str)
+    assert choice.finish_reason in ("stop", "length")
+    assert 0 < completion.usage.completion_tokens <= 6
+    assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
+    tandem = completion.model_extra["tandem"]
+    assert tandem["mode"] == raw.headers["x-tandem-mode"] and tandem["reason"] and tandem["tokens_per_forward"] > 0
+
+
+@pytest.mark.parametrize("model,mode", [("tandem-block", "block"), ("tandem-verified", "verified"), ("tandem-ar", "ar")])
+def test_model_alias_forces_the_mode(client, model, mode):
+    raw = client.chat.completions.with_raw_response.create(model=model, messages=MSG, max_tokens=5, seed=0)
+    assert raw.headers["x-tandem-mode"] == mode
+    tandem = raw.parse().model_extra["tandem"]
+    assert tandem["rule"] == "forced_model"
+    if mode == "ar":
+        assert tandem["steps"] == []
+    else:
+        assert tandem["steps"], "block and verified report steps per canvas"
+
+
+def test_header_forces_the_mode(client):
+    raw = client.chat.completions.with_raw_response.create(model="tandem", messages=MSG, max_tokens=4, extra_headers={"x-tandem-mode": "ar"})
+    assert raw.headers["x-tandem-mode"] == "ar"
+
+
+def test_verified_equals_ar_through_the_api(client):
+    ar = client.chat.completions.create(model="tandem-ar", messages=MSG, max_tokens=12)
+    verified = client.chat.completions.create(model="tandem-verified", messages=MSG, max_tokens=12)
+    assert verified.choices[0].message.content == ar.choices[0].message.content
+
+
+def test_text_completion(client):
+    completion = client.completions.create(model="tandem-ar", prompt="The quick brown fox", max_tokens=5)
+    assert completion.object == "text_completion"
+    assert isinstance(completion.choices[0].text, str)
+    assert completion.usage.completion_tokens <= 5
+
+
+def test_streaming_chunks_arrive_before_the_end(client):
+    arrivals, text = [], []
+    stream = client.chat.completions.create(
+        model="tandem-ar", messages=MSG, max_tokens=40, stream=True, stream_options={"include_usage": True}
+    )
+    for chunk in stream:
+        arrivals.append(time.perf_counter())
+        if chunk.choices and chunk.choices[0].delta.content:
+            text.append(chunk.choices[0].delta.content)
+        last = chunk
+    content_chunks = len(text)
+    assert content_chunks > 3, "AR mode streams roughly a chunk per token"
+    assert arrivals[1] < arrivals[-1] - 0.01, "chunks arrived only at the end"
+    assert last.usage is not None and last.usage.completion_tokens > 0
+    full = client.chat.completions.create(model="tandem-ar", messages=MSG, max_tokens=40)
+    assert "".join(text) == full.choices[0].message.content
+
+
+def test_sse_ends_with_done_and_carries_the_decision(base_url):
+    body = {"model": "tandem-block", "messages": MSG, "max_tokens": 8, "stream": True}
+    with httpx.stream("POST", f"{base_url}/v1/chat/completions", json=body, timeout=60) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert r.headers["x-tandem-mode"] == "block"
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    final = json.loads(lines[-2][6:])
+    assert final["choices"][0]["finish_reason"] in ("stop", "length")
+    assert final["tandem"]["mode"] == "block"
+
+
+def test_completion_stream(base_url):
+    body = {"model": "tandem-ar", "prompt": "Hello", "max_tokens": 6, "stream": True}
+    with httpx.stream("POST", f"{base_url}/v1/completions", json=body, timeout=60) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    assert all(json.loads(line[6:])["object"] == "text_completion" for line in lines[:-1])
+
+
+def test_json_mode_retries_a_bad_block_answer_then_refuses_with_422(base_url, serve_app):
+    # The tiny test model is random: its block answer is not JSON, the policy's safe mode retries it,
+    # and when that is not JSON either, the client gets a clear 422 instead of broken JSON.
+    body = {"model": "tandem-block", "messages": MSG, "max_tokens": 6, "response_format": {"type": "json_object"}}
+    r = httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "response_format_unsatisfied"
+    assert r.json()["error"]["param"] == "response_format"
+
+
+def test_health_and_ready(base_url):
+    assert httpx.get(f"{base_url}/health").json() == {"status": "ok"}
+    ready = httpx.get(f"{base_url}/ready", timeout=10).json()
+    assert ready["status"] == "ready" and set(ready["engines"]) == {"block", "ar"}

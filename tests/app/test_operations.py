@@ -1,0 +1,99 @@
+"""Operators: admin auth, policy hot reload through the API, spans and metrics, the decisions stream."""
+
+import json
+import time
+
+import httpx
+import redis
+
+MSG = [{"role": "user", "content": "Classify the review as positive or negative: great phone."}]
+
+
+def chat(base_url, **kw):
+    body = {"model": "tandem", "messages": MSG, "max_tokens": 4} | kw
+    return httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
+
+
+def test_admin_needs_the_bearer_token(base_url, admin_headers):
+    assert httpx.get(f"{base_url}/admin/stats").status_code == 401
+    wrong = httpx.get(f"{base_url}/admin/stats", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and wrong.json()["error"]["type"] == "authentication_error"
+    assert "test-admin-token" not in wrong.text
+    ok = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10)
+    assert ok.status_code == 200
+    assert set(ok.json()["engines"]) == {"block", "ar"}
+
+
+def test_policy_change_applies_to_the_next_request(base_url, admin_headers):
+    current = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+    everything_ar = current | {"task_modes": {t: "ar" for t in current["task_modes"]}, "fallback_mode": "ar",
+                               "description": "test: all AR"}
+    applied = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": everything_ar, "expect_version": current["version"]})
+    assert applied.status_code == 200, applied.text
+    version = applied.json()["version"]
+    assert version > current["version"]
+    r = chat(base_url)
+    assert r.headers["x-tandem-mode"] == "ar"
+    assert r.headers["x-tandem-policy-version"] == str(version)
+
+    stale = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": everything_ar, "expect_version": current["version"]})
+    assert stale.status_code == 409
+
+    back = httpx.post(f"{base_url}/admin/policy/rollback", headers=admin_headers, json={"version": current["version"]} if current["version"] else {"version": version})
+    assert back.status_code in (200, 404)
+    history = httpx.get(f"{base_url}/admin/policy/history", headers=admin_headers).json()["history"]
+    assert any(h.get("version") == version for h in history)
+
+
+def test_invalid_policy_is_refused_with_reasons_and_nothing_changes(base_url, admin_headers):
+    before = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+    bad = before | {"task_modes": {"extract": "teleport"}, "confidence_floor": 7}
+    r = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": bad})
+    assert r.status_code == 400
+    assert "task_modes" in r.json()["error"]["message"] and "confidence_floor" in r.json()["error"]["message"]
+    after = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+    assert after == before
+
+
+def test_spans_and_metrics_are_exported(base_url, serve_app):
+    r = chat(base_url, model="tandem-verified")
+    assert r.status_code == 200
+    spans, metrics = [], []
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        lines = [json.loads(line) for line in serve_app["spans"].read_text().splitlines() if line.strip()]
+        spans = [x for x in lines if "name" in x]
+        metrics = [x for x in lines if "metrics" in x]
+        if metrics and any(s["name"] == "tandem.verify" for s in spans):
+            break
+        time.sleep(0.5)
+    by_name = {}
+    for s in spans:
+        by_name.setdefault(s["name"], []).append(s)
+    for name in ("tandem.request", "tandem.route", "tandem.engine", "tandem.canvas", "tandem.verify"):
+        assert name in by_name, f"no {name} span"
+    root = [s for s in by_name["tandem.request"] if s["attributes"].get("tandem.mode") == "verified"][-1]
+    trace = root["context"]["trace_id"]
+    tree = [s for s in spans if s["context"]["trace_id"] == trace]
+    assert {s["name"] for s in tree} >= {"tandem.request", "tandem.route", "tandem.engine", "tandem.canvas", "tandem.verify"}
+    route = next(s for s in tree if s["name"] == "tandem.route")
+    assert route["attributes"]["decision.mode"] == "verified"
+    names = json.dumps(metrics)
+    for metric in ("tandem.requests", "tandem.latency", "tandem.tokens_per_forward", "tandem.acceptance_rate"):
+        assert metric in names
+
+
+def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
+    client = redis.Redis.from_url(serve_app["redis_url"], decode_responses=True)
+    stream = f"{serve_app['prefix']}decisions"
+    before = client.xlen(stream)
+    r = chat(base_url, model="tandem-ar")
+    assert r.status_code == 200
+    deadline = time.time() + 5
+    while client.xlen(stream) == before and time.time() < deadline:
+        time.sleep(0.1)
+    _, entry = client.xrevrange(stream, count=1)[0]
+    decision, outcome = json.loads(entry["decision"]), json.loads(entry["outcome"])
+    assert decision["mode"] == "ar" and decision["request_id"] == r.json()["id"]
+    assert outcome["output_tokens"] == r.json()["usage"]["completion_tokens"]
+    assert json.loads(entry["features"])["messages"][0]["content"] == MSG[0]["content"]
