@@ -140,7 +140,8 @@ def main(args) -> int:
     n_prompts = 8 if args.quick else 16
     repeats = 1 if args.quick else 2
     prompts = [engine.prompt_ids(GenerationRequest(messages=m)) for m in bench_prompts(n_prompts)]
-    modes = [m for m in MODES if not (args.quick and m == "verified" and source.startswith("tiny random"))]
+    modes = [m for m in MODES if m in args.modes.split(",")]
+    assert "reference" in modes and "ar" in modes, "ratios need the reference and AR runs"
     print(f"checkpoint: {source}; canvas {engine.config.canvas_length}; {args.steps} steps; {n_prompts} prompts x {repeats}")
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
 
