@@ -1,0 +1,166 @@
+"""`tandem bench serve`: the served app through HTTP, comparing routing policies on the task suite.
+
+Policies, selected per request by model alias so one running app serves all four: all-AR
+(`tandem-ar`), all-block (`tandem-block`), all-verified (`tandem-verified`) and the learned
+router (`tandem`). Workload: the task suite's test split (every family, mixed, in one shuffled
+order shared by all policies), at concurrency 1 and 8. Reports requests/s, output tokens/s,
+p50/p99 latency and quality (exact match, family score), with ratios to all-AR and all-block;
+writes JSON and a PNG. Without `--url` it starts the app in-process on a free port (the shipped
+checkpoint, default policy) and stops it afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+
+POLICIES = {"all-ar": "tandem-ar", "all-block": "tandem-block", "all-verified": "tandem-verified", "router": "tandem"}
+
+
+def _start_app(checkpoint: str | None) -> tuple[str, callable]:
+    import os
+
+    import ray
+    from ray import serve
+
+    from router.app import build_app
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(build_app({"checkpoint": checkpoint}), name="tandem", route_prefix="/")
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+
+    def stop():
+        serve.shutdown()
+        ray.shutdown()
+
+    return url, stop
+
+
+async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -> dict:
+    from engines.tasks import score
+
+    sem = asyncio.Semaphore(concurrency)
+    latencies, outputs, modes, errors = [], [None] * len(items), [], 0
+
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+
+        async def one(i, item):
+            nonlocal errors
+            async with sem:
+                t0 = time.perf_counter()
+                r = await client.post("/v1/chat/completions", json={"model": model, "messages": item.messages, "max_tokens": max_tokens})
+                latencies.append(time.perf_counter() - t0)
+                if r.status_code != 200:
+                    errors += 1
+                    return
+                body = r.json()
+                outputs[i] = (body["choices"][0]["message"]["content"], body["usage"]["completion_tokens"])
+                modes.append(body["tandem"]["mode"])
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i, item) for i, item in enumerate(items)))
+        elapsed = time.perf_counter() - t0
+    scores = [score(item, out[0]) for item, out in zip(items, outputs) if out is not None]
+    tokens = sum(out[1] for out in outputs if out is not None)
+    latencies.sort()
+    return {
+        "requests": len(items),
+        "errors": errors,
+        "requests_per_s": len(items) / elapsed,
+        "output_tokens_per_s": tokens / elapsed,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] * 1000,
+        "exact_match": sum(s.exact for s in scores) / len(items),
+        "family_score": sum(s.family_score for s in scores) / len(items),
+        "modes": {m: modes.count(m) for m in sorted(set(modes))},
+    }
+
+
+def main(args) -> int:
+    from engines.tasks import generate_suite
+
+    items = generate_suite(args.n, split="test", seed=args.seed)
+    random.Random(args.seed).shuffle(items)
+    url, stop = (args.url, None) if args.url else _start_app(args.checkpoint)
+    records = []
+    try:
+        asyncio.run(_run(url, "tandem-ar", items[:2], 1, args.max_tokens))  # warm-up
+        for concurrency in (1, 8):
+            for policy, model in POLICIES.items():
+                rec = {"policy": policy, "concurrency": concurrency} | asyncio.run(_run(url, model, items, concurrency, args.max_tokens))
+                records.append(rec)
+                print(f"  {policy:12s} c={concurrency}: {rec['requests_per_s']:.2f} req/s, exact {rec['exact_match']:.2f}", flush=True)
+    finally:
+        if stop:
+            stop()
+    for rec in records:
+        same = {r["policy"]: r for r in records if r["concurrency"] == rec["concurrency"]}
+        rec["throughput_vs_ar"] = rec["output_tokens_per_s"] / same["all-ar"]["output_tokens_per_s"]
+        rec["throughput_vs_block"] = rec["output_tokens_per_s"] / same["all-block"]["output_tokens_per_s"]
+        rec["requests_vs_ar"] = rec["requests_per_s"] / same["all-ar"]["requests_per_s"]
+    print(f"\n{len(items)} task-suite test items ({args.n} per family), max_tokens {args.max_tokens}\n")
+    print("| policy | concurrency | req/s | output tok/s | p50 ms | p99 ms | exact match | family score | req/s vs all-AR | tok/s vs all-AR | tok/s vs all-block | modes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in records:
+        print(f"| {r['policy']} | {r['concurrency']} | {r['requests_per_s']:.2f} | {r['output_tokens_per_s']:.1f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} "
+              f"| {r['exact_match']:.3f} | {r['family_score']:.3f} | {r['requests_vs_ar']:.2f}x | {r['throughput_vs_ar']:.2f}x | {r['throughput_vs_block']:.2f}x | {r['modes']} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"n_per_family": args.n, "max_tokens": args.max_tokens, "records": records}, indent=2))
+        print(f"wrote {args.json}")
+    if args.plot:
+        _plot(records, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _plot(records: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for concurrency, marker in ((1, "o"), (8, "s")):
+        rows = [r for r in records if r["concurrency"] == concurrency]
+        ax[0].bar([f"{r['policy']}\nc={concurrency}" for r in rows], [r["requests_per_s"] for r in rows])
+        for r in rows:
+            ax[1].scatter(r["requests_per_s"], r["exact_match"], marker=marker, label=f"{r['policy']} c={concurrency}")
+    ax[0].set_ylabel("requests / s")
+    ax[0].tick_params(axis="x", labelsize=7)
+    ax[1].set_xlabel("requests / s")
+    ax[1].set_ylabel("exact match")
+    ax[1].legend(fontsize=7)
+    fig.suptitle("tandem bench serve: policies on the task suite's test split")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def register(bench_commands) -> None:
+    p = bench_commands.add_parser("serve", help="all-AR / all-block / all-verified / router through HTTP on the task suite")
+    p.add_argument("--url", default=None, help="a running app (default: start one in-process)")
+    p.add_argument("--checkpoint", default=None, help="checkpoint for the in-process app (default: the shipped model)")
+    p.add_argument("--n", type=int, default=6, help="test items per task family")
+    p.add_argument("--max-tokens", type=int, default=768, help="max_tokens of every request")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None)
+    p.add_argument("--plot", default=None, help="PNG of throughput and quality per policy")
+    p.set_defaults(func=main)
