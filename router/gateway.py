@@ -29,7 +29,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
-from engines.deployment import EngineFailure
+from engines.deployment import EngineFailure, rss_mb
 from engines.types import GenerationRequest, GenerationResult
 from router.openai_api import (
     DEFAULT_MAX_TOKENS,
@@ -217,6 +217,8 @@ class Gateway:
             "engines": loads,
             "decisions_log": {"written": log_stats.written, "dropped": log_stats.dropped},
             "policy_version": self.router.policy.version,
+            "pid": os.getpid(),
+            "rss_mb": rss_mb(),
         }
 
     # ---- orchestration ----------------------------------------------------------------------------
@@ -309,6 +311,8 @@ class Gateway:
                 raise ApiError(422, "the model's answer is not JSON matching response_format, even after a retry in "
                                f"{mode} mode", code="response_format_unsatisfied", param="response_format")
             self._finish(result, mode, degraded, decision, route, started)
+            if decision.shadow_verify and mode == "block":
+                self._spawn(self._shadow_verify(dataclasses.replace(gen, mode="verified", request_id=f"{rid}-shadow")))
             headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
             build = chat_response if chat else completion_response
             body = build(rid, req.model, result.text, result.finish_reason, usage(result.stats.prompt_tokens, result.stats.output_tokens),
@@ -400,9 +404,24 @@ class Gateway:
             outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
                        "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
                        "drafted": s.drafted, "accepted": s.accepted, "degraded": degraded}
-            task = asyncio.ensure_future(asyncio.to_thread(self._log_decision, route, decision, outcome))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(asyncio.to_thread(self._log_decision, route, decision, outcome))
+
+    def _spawn(self, coroutine) -> None:
+        """Fire-and-forget work off the request path, kept referenced until done."""
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _shadow_verify(self, gen: GenerationRequest) -> None:
+        """Verify a block answer's request in verified mode only to measure acceptance (the policy's
+        shadow_verify_rate); the client already has its answer."""
+        try:
+            out = await asyncio.wait_for(self.engines["block"].generate.remote(gen), timeout=self.timeout_s)
+        except Exception:
+            return
+        if isinstance(out, GenerationResult) and out.stats.drafted:
+            self.stats.shadow(out.stats.drafted, out.stats.accepted)
+            self.telemetry.acceptance.record(out.stats.acceptance_rate, {"mode": "verified", "shadow": True})
 
     def _log_decision(self, route, decision, outcome: dict) -> None:
         from router.decisions_log import log_decision, request_features
@@ -468,6 +487,22 @@ class _policy_errors:
 # query parameter with FastAPI 0.165).
 
 
+def _json_body_doc(model) -> dict:
+    """`openapi_extra` documenting a raw-`Request` route's JSON body with `model`'s schema (inlined
+    $defs), so /openapi.json shows the request and schema-driven tools can generate bodies."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: inline(v) for k, v in node.items()}
+        return [inline(v) for v in node] if isinstance(node, list) else node
+
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": inline(schema)}}}}
+
+
 def _gateway() -> Gateway:
     from ray import serve
 
@@ -484,12 +519,12 @@ async def model(model_id: str, gw: Gateway = Depends(_gateway)):
     return await gw.model(model_id)
 
 
-@api.post("/v1/chat/completions")
+@api.post("/v1/chat/completions", openapi_extra=_json_body_doc(ChatCompletionRequest))
 async def chat_completions(request: Request, gw: Gateway = Depends(_gateway)):
     return await gw.chat_completions(request)
 
 
-@api.post("/v1/completions")
+@api.post("/v1/completions", openapi_extra=_json_body_doc(CompletionRequest))
 async def completions(request: Request, gw: Gateway = Depends(_gateway)):
     return await gw.completions(request)
 

@@ -87,6 +87,8 @@ class GatewayStats:
         self._tpf: dict[str, deque] = defaultdict(lambda: deque(maxlen=window))
         self.drafted = 0
         self.accepted = 0
+        self.shadow_drafted = 0  # shadow verification of block answers (policy shadow_verify_rate)
+        self.shadow_accepted = 0
 
     def record(self, mode: str, latency_ms: float, tokens_per_forward: float, drafted: int = 0, accepted: int = 0, degraded: bool = False) -> None:
         with self._lock:
@@ -96,6 +98,11 @@ class GatewayStats:
             self.drafted += drafted
             self.accepted += accepted
             self.degraded += int(degraded)
+
+    def shadow(self, drafted: int, accepted: int) -> None:
+        with self._lock:
+            self.shadow_drafted += drafted
+            self.shadow_accepted += accepted
 
     def error(self, status: int) -> None:
         with self._lock:
@@ -121,4 +128,5 @@ class GatewayStats:
                 "errors": dict(self.errors),
                 "degraded": self.degraded,
                 "acceptance_rate": round(self.accepted / self.drafted, 4) if self.drafted else None,
+                "shadow_acceptance_rate": round(self.shadow_accepted / self.shadow_drafted, 4) if self.shadow_drafted else None,
             }

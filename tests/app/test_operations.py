@@ -58,13 +58,14 @@ def test_invalid_policy_is_refused_with_reasons_and_nothing_changes(base_url, ad
 def test_spans_and_metrics_are_exported(base_url, serve_app):
     r = chat(base_url, model="tandem-verified")
     assert r.status_code == 200
+    wanted = ("tandem.requests", "tandem.latency", "tandem.tokens_per_forward", "tandem.acceptance_rate")
     spans, metrics = [], []
-    deadline = time.time() + 10
-    while time.time() < deadline:
+    deadline = time.time() + 15
+    while time.time() < deadline:  # metrics are exported every second
         lines = [json.loads(line) for line in serve_app["spans"].read_text().splitlines() if line.strip()]
         spans = [x for x in lines if "name" in x]
         metrics = [x for x in lines if "metrics" in x]
-        if metrics and any(s["name"] == "tandem.verify" for s in spans):
+        if all(m in json.dumps(metrics) for m in wanted) and any(s["name"] == "tandem.verify" for s in spans):
             break
         time.sleep(0.5)
     by_name = {}
@@ -79,7 +80,7 @@ def test_spans_and_metrics_are_exported(base_url, serve_app):
     route = next(s for s in tree if s["name"] == "tandem.route")
     assert route["attributes"]["decision.mode"] == "verified"
     names = json.dumps(metrics)
-    for metric in ("tandem.requests", "tandem.latency", "tandem.tokens_per_forward", "tandem.acceptance_rate"):
+    for metric in wanted:
         assert metric in names
 
 
@@ -99,3 +100,20 @@ def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
     assert decision["mode"] == "ar"
     assert outcome["output_tokens"] == r.json()["usage"]["completion_tokens"]
     assert json.loads(entry["features"])["messages"][0]["content"] == MSG[0]["content"]
+
+
+def test_shadow_verification_measures_acceptance_of_block_answers(base_url, admin_headers):
+    current = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+    applied = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current | {"shadow_verify_rate": 1.0}})
+    assert applied.status_code == 200, applied.text
+    try:
+        r = chat(base_url, model="tandem-block")
+        assert r.headers["x-tandem-mode"] == "block"
+        rate = None
+        deadline = time.time() + 30
+        while rate is None and time.time() < deadline:
+            rate = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10).json()["shadow_acceptance_rate"]
+            time.sleep(0.2)
+        assert rate is not None and 0.0 <= rate <= 1.0
+    finally:
+        httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current | {"shadow_verify_rate": 0.0}})
