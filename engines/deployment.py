@@ -52,6 +52,15 @@ class EngineFailure:
         return err
 
 
+def rss_mb() -> float | None:
+    """Resident memory of this process in MiB (Linux /proc; None elsewhere), for /admin/stats."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return round(int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class EngineDeployment:
     def __init__(
         self,
@@ -97,7 +106,7 @@ class EngineDeployment:
             yield EngineFailure.of(exc)
 
     def load(self) -> dict:
-        return self.scheduler.load() | {"stats": vars(self.scheduler.stats)}
+        return self.scheduler.load() | {"stats": vars(self.scheduler.stats), "pid": os.getpid(), "rss_mb": rss_mb()}
 
     def info(self) -> dict:
         cfg = self.engine.config
