@@ -87,7 +87,7 @@ def run_reference(engine: DiffusionEngine, chunk: list[list[int]], steps: int, s
     return tokens * len(chunk), int(forwards.sum())
 
 
-def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: int, seed: int) -> tuple[int, int]:
+def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: int, seed: int, acc: dict | None = None) -> tuple[int, int]:
     requests = [
         GenerationRequest(
             prompt=ids, mode=mode, seed=seed + i, max_new_tokens=engine.config.canvas_length, max_denoising_steps=steps, stop_token_ids=[]
@@ -95,6 +95,9 @@ def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: 
         for i, ids in enumerate(chunk)
     ]
     results = engine.generate_batch(requests)
+    if acc is not None:
+        acc["drafted"] = acc.get("drafted", 0) + sum(r.stats.drafted for r in results)
+        acc["accepted"] = acc.get("accepted", 0) + sum(r.stats.accepted for r in results)
     return sum(r.stats.output_tokens for r in results), sum(r.stats.forwards - 1 for r in results)
 
 
@@ -110,7 +113,7 @@ def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
                 if mode == "reference":
                     tokens, forwards = run_reference(engine, chunk, steps, seed)
                 else:
-                    tokens, forwards = run_mode(engine, mode, chunk, steps, seed)
+                    tokens, forwards = run_mode(engine, mode, chunk, steps, seed, acc[mode])
                 dt = time.perf_counter() - t0
                 a = acc[mode]
                 a["latencies"].append(dt)
@@ -128,6 +131,7 @@ def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
             "ms_per_forward": a["elapsed"] * 1000 / max(1, a["forwards"] / batch),
             "requests": len(prompts) * repeats,
             "output_tokens": a["tokens"],
+            "acceptance": a["accepted"] / a["drafted"] if a.get("drafted") else None,
         }
         for mode, a in acc.items()
     ]
@@ -179,6 +183,18 @@ def main(args) -> int:
             f"block decoder step, batch {u['batch']}: {u['decoder_step_gflop']:.3f} GFLOP in {u['step_ms']:.1f} ms "
             f"= {u['share_of_peak'] * 100:.1f}% of peak"
         )
+    if args.write_profile:
+        from router.cost import CostProfile
+
+        by = {(r["mode"], r["batch"]): r for r in records}
+        verified = [r["acceptance"] for r in records if r["mode"] == "verified" and r["acceptance"] is not None]
+        profile = CostProfile(
+            ms_per_forward={e: {b: by[(e, b)]["ms_per_forward"] for b in (1, 8)} for e in ("block", "ar")},
+            canvas=engine.config.canvas_length,
+            acceptance=sum(verified) / len(verified) if verified else 0.5,
+            machine=f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
+        )
+        print(f"wrote {profile.save(engine.path)}")
     if args.json:
         Path(args.json).write_text(
             json.dumps(

@@ -32,6 +32,7 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--steps", type=int, default=12, help="denoising steps per canvas")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--modes", default="reference,block,ar,verified", help="comma-separated subset to run (reference and ar are needed)")
+    p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")
     p.set_defaults(func=_lazy("engines.bench"))
 
     p = commands.add_parser("eval", help="evaluate a checkpoint")

@@ -117,6 +117,15 @@ class EngineDeployment:
             "context_length": self.engine.context_length,
         }
 
+    def cost_profile(self) -> dict | None:
+        """The checkpoint's measured cost profile (router.cost), if it ships one."""
+        from dataclasses import asdict
+
+        from router.cost import CostProfile
+
+        profile = CostProfile.load(self.engine.path)
+        return asdict(profile) if profile else None
+
     def check_health(self) -> None:
         """Ray Serve calls this periodically; a dead scheduler thread restarts the replica."""
         if not self.scheduler._worker.is_alive():

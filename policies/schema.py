@@ -127,6 +127,12 @@ class LoadAware(_Strict):
         default_factory=lambda: ["verified", "ar", "block"],
         description="Modes tried, in order, when the chosen mode is overloaded; the first one under the ratio wins.",
     )
+    cost_aware: bool = Field(
+        True, description="With a cost profile, move a verified/AR decision to the other lossless mode when it would finish sooner."
+    )
+    min_gain: float = Field(
+        1.25, ge=1.0, le=100.0, description="Estimated speed-up (>= 1) the other lossless mode must offer before a request moves."
+    )
 
 
 class Policy(_Strict):

@@ -60,6 +60,7 @@ class Router:
         elif isinstance(store, Policy):
             store = MemoryStore(store)
         self.store = store
+        self.cost = None  # a router.cost.CostProfile, set by the gateway when the checkpoint ships one
 
     @property
     def policy(self):
@@ -69,9 +70,13 @@ class Router:
         f = extract_features(request.messages, request.max_tokens, request.response_format, request.tools, request.stop)
         return self.model.predict(f)
 
-    def decide(self, request: RouteRequest | dict[str, Any], load: dict[str, float] | None = None) -> Decision:
+    def decide(
+        self, request: RouteRequest | dict[str, Any], load: dict[str, float] | None = None, queues: dict[str, dict] | None = None
+    ) -> Decision:
         """The decision for one request. `load` maps a mode to its queue fill (queued / capacity),
-        read only when the policy's load_aware is enabled. Raises RouterError for refused requests."""
+        read only when the policy's load_aware is enabled; `queues` maps an engine ("block", "ar") to
+        its `queued`, `running` and `capacity`, read with `self.cost` (a `router.cost.CostProfile`)
+        when load_aware.cost_aware is on. Raises RouterError for refused requests."""
         req = request if isinstance(request, RouteRequest) else RouteRequest.model_validate(request)
         policy = self.store.current()
         override = policy.key_override(req.api_key)
@@ -103,6 +108,12 @@ class Router:
                         why = f"{why}; {mode} queue at {load[mode]:.2f} > {la.max_queue_ratio:.2f}, spilled to {alt}"
                         mode, rule, moved = alt, "load", True
                         break
+            if la.enabled and la.cost_aware and self.cost is not None and queues and mode in ("verified", "ar"):
+                faster = self._faster_lossless(mode, tokens, policy, task, queues)
+                if faster is not None:
+                    alt, gain, ms_here, ms_there = faster
+                    why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
+                    mode, rule, moved = alt, "load", True
         canvas = policy.canvas_for(tokens) if mode != "ar" else None
         steps = policy.steps_for(task) if mode != "ar" else None
         shadow = mode == "block" and policy.shadow_verify_rate > 0 and unit_draw(req.request_id) < policy.shadow_verify_rate
@@ -113,6 +124,24 @@ class Router:
             confidence=round(conf, 4), policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
             load_aware=moved, request_id=req.request_id,
         )
+
+    def _faster_lossless(self, mode: str, tokens: int, policy, task: str, queues: dict[str, dict]):
+        """(other mode, gain, ms here, ms there) when the other lossless mode is estimated at least
+        `min_gain` times faster, else None."""
+        alt = "ar" if mode == "verified" else "verified"
+        steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
+
+        def estimate(m: str) -> float | None:
+            q = queues.get("ar" if m == "ar" else "block")
+            if not q:
+                return None
+            return self.cost.finish_ms(m, max(1, tokens), steps, canvas, q.get("queued", 0), q.get("running", 0), max(1, q.get("capacity", 1)))
+
+        here, there = estimate(mode), estimate(alt)
+        if here is None or there is None or there <= 0:
+            return None
+        gain = here / there
+        return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
 
     @staticmethod
     def _forced(req: RouteRequest, policy, override) -> tuple[str | None, str | None]:

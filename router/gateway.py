@@ -110,7 +110,8 @@ class Gateway:
         self.stats = GatewayStats()
         self.timeout_s = request_timeout_s
         self.max_body_bytes = max_body_bytes
-        self.loads: dict[str, float] = {}
+        self.loads: dict[str, float] = {}  # engine -> queue fill (queued / max_queue)
+        self.queues: dict[str, dict] = {}  # engine -> queued, running, capacity (cost-aware routing)
         self.canvas_limit: int | None = None  # the checkpoint's canvas_length, read from an engine once
         self._load_task: asyncio.Task | None = None
         self._background: set[asyncio.Task] = set()
@@ -254,13 +255,23 @@ class Gateway:
         return self.canvas_limit
 
     async def _poll_loads(self) -> None:
+        from router.cost import CostProfile
+
+        try:
+            raw = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=5.0)
+            if raw:
+                self.router.cost = CostProfile(**raw)
+        except Exception:
+            log.warning("no cost profile from the engines: cost-aware routing stays off")
         while True:
             for name, handle in self.engines.items():
                 try:
                     load = await asyncio.wait_for(handle.load.remote(), timeout=1.0)
                     self.loads[name] = load["queue_ratio"]
+                    self.queues[name] = {k: load[k] for k in ("queued", "running", "capacity")}
                 except Exception:
                     self.loads[name] = 1.0  # unreachable counts as full
+                    self.queues.pop(name, None)
             self.telemetry.set_queue_depth(self.loads)
             await asyncio.sleep(0.5)
 
@@ -282,7 +293,9 @@ class Gateway:
                         response_format=req.response_format.model_dump() if getattr(req, "response_format", None) else None,
                         tools=getattr(req, "tools", None), stop=req.stop, headers=dict(http.headers), api_key=api_key, request_id=rid,
                     )
-                    decision = self.router.decide(route, load={m: self.loads.get(ENGINE_OF_MODE[m], 0.0) for m in ENGINE_OF_MODE})
+                    decision = self.router.decide(
+                        route, load={m: self.loads.get(ENGINE_OF_MODE[m], 0.0) for m in ENGINE_OF_MODE}, queues=self.queues
+                    )
                 except RouterError as exc:
                     self.stats.error(exc.status)
                     status = 404 if exc.code == "model_not_found" else exc.status

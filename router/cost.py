@@ -1,0 +1,69 @@
+"""What each mode costs on the serving hardware, and when a request would finish in it.
+
+`tandem bench engines --write-profile` measures milliseconds per forward by mode and batch size
+and writes `cost_profile.json` beside the checkpoint; re-running it re-measures in place. The
+router's load-aware step uses it to send a request to the lossless mode (verified or AR: the
+same output under greedy decoding) that will finish it sooner given each engine's queue.
+Which mode wins depends on the hardware and the load: on a 2-core CPU a canvas step at batch 8
+costs several AR steps, on a GPU the cross-over sits much higher.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+PROFILE_FILE = "cost_profile.json"
+
+
+@dataclass
+class CostProfile:
+    ms_per_forward: dict[str, dict[int, float]]  # "block" (also verified's drafts) / "ar" -> batch size -> ms
+    canvas: int = 256  # canvas the block figures were measured on
+    acceptance: float = 0.5  # verified mode: share of draft tokens accepted, measured or assumed
+    machine: str = ""  # where it was measured
+    extra: dict = field(default_factory=dict)
+
+    def forward_ms(self, engine: str, batch: float) -> float:
+        """Linear interpolation over the measured batch sizes, clamped at both ends."""
+        points = sorted((int(b), ms) for b, ms in self.ms_per_forward[engine].items())
+        if batch <= points[0][0]:
+            return points[0][1]
+        for (b0, m0), (b1, m1) in zip(points, points[1:]):
+            if batch <= b1:
+                return m0 + (m1 - m0) * (batch - b0) / (b1 - b0)
+        b_last, m_last = points[-1]
+        return m_last * batch / b_last  # past the last measurement: cost grows with the batch
+
+    def forwards(self, mode: str, tokens: int, steps: int, canvas: int) -> float:
+        """Model calls to write `tokens` in `mode`."""
+        if mode == "ar":
+            return tokens
+        if mode == "block":
+            return math.ceil(tokens / canvas) * (steps + 1)
+        per_round = max(1.0, self.acceptance * canvas + 1)  # verified: accepted prefix + the AR token
+        return math.ceil(tokens / per_round) * (steps + 2)
+
+    def finish_ms(self, mode: str, tokens: int, steps: int, canvas: int, queued: int, running: int, capacity: int) -> float:
+        """Estimated time until a request of `tokens` finishes in `mode` behind the given queue."""
+        engine = "ar" if mode == "ar" else "block"
+        batch = min(capacity, running + queued + 1)
+        service = self.forwards(mode, tokens, steps, canvas) * self.forward_ms(engine, batch)
+        waiting_rounds = max(0, running + queued + 1 - capacity) / capacity  # batches ahead of it
+        return service * (1 + waiting_rounds)
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory) / PROFILE_FILE
+        path.write_text(json.dumps(asdict(self), indent=2))
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> CostProfile | None:
+        path = Path(directory) / PROFILE_FILE
+        if not path.is_file():
+            return None
+        raw = json.loads(path.read_text())
+        raw["ms_per_forward"] = {e: {int(b): float(ms) for b, ms in v.items()} for e, v in raw["ms_per_forward"].items()}
+        return cls(**raw)
