@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from router.cost import CostProfile
+from policies.stores import default_policy
 from router import Router
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
@@ -31,7 +32,8 @@ def test_profile_round_trips_beside_a_checkpoint(tmp_path):
 @pytest.fixture
 def router(model):
     def make(**load_aware) -> Router:
-        r = Router(model=model, store=policy(task_modes={"write": "verified"}, load_aware={"enabled": True, **load_aware}))
+        modes = default_policy().content()["task_modes"] | {"write": "verified"}
+        r = Router(model=model, store=policy(task_modes=modes, load_aware={"enabled": True, **load_aware}))
         r.cost = CPU
         return r
 
