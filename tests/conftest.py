@@ -1,4 +1,4 @@
-"""Shared fixtures: a tiny random DiffusionGemma (real model class, real tokenizer) and its engine."""
+"""Shared fixtures: a tiny random DiffusionGemma (real model class, real tokenizer) and its engine, and real Redis."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 
 import pytest
 import torch
+
+from tests.policies.helpers import REDIS_URL, PrivateRedis, delete_prefix, redis_client, unique_prefix
 
 # Tiny models gain nothing from intra-op threads, and spinning OpenMP threads on a busy 2-core
 # machine made decode 20-40x slower in measurements here.
@@ -24,3 +26,28 @@ def engine(tiny_checkpoint):
     from engines import DiffusionEngine
 
     return DiffusionEngine.from_checkpoint(tiny_checkpoint)
+
+
+# ---- Redis (real; tests fail, not skip, without it) ------------------------------------------------
+@pytest.fixture
+def redis_url() -> str:
+    redis_client().close()  # fail, not skip, without Redis
+    return REDIS_URL
+
+
+@pytest.fixture
+def prefix(redis_url):
+    """A key prefix no other test uses; its keys are deleted afterwards."""
+    p = unique_prefix()
+    yield p
+    client = redis_client()
+    delete_prefix(client, p)
+    client.close()
+
+
+@pytest.fixture
+def private_redis():
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.close()
