@@ -15,9 +15,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench_commands = bench.add_subparsers(dest="bench", required=True, metavar="WHAT")
 
     from engines import cli as engines_cli
-    from router import bench_serve, serve_cmd
+    from router import bench_serve, doctor, serve_cmd
 
     serve_cmd.register(commands)
+    doctor.register(commands)
     bench_serve.register(bench_commands)
     engines_cli.register(commands, bench_commands)
     for module in ("policies.cli", "router.commands"):

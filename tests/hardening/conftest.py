@@ -1,0 +1,131 @@
+"""One Tandem app for the hardening tests, in its own process and Ray cluster (serve_app.py),
+with settings that make failures reachable: a small engine queue (429s), a short engine timeout
+(a dead replica turns into a retry within seconds), and its policy store and decisions stream on
+a private, password-protected redis-server that the tests stop and restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.app.conftest import _free_port, redis_url  # noqa: F401 - redis_url: the shared test Redis, for test_doctor
+
+REPO = Path(__file__).resolve().parents[2]
+ADMIN_TOKEN = "hardening-admin-" + uuid.uuid4().hex  # never to appear in a response
+REDIS_PASSWORD = "redis-pw-" + uuid.uuid4().hex  # part of the policy-store URL: a secret too
+APP_ARGS = {
+    "request_timeout_s": 8,
+    "engine": {"threads": 1, "max_batch_size": 8, "max_queue": 64},  # the shipped default
+}
+
+
+class RedisServer:
+    """A private redis-server on a fixed port that tests can stop (crash) and start again.
+    Append-only with fsync on every write, so a restart keeps the policy and its history."""
+
+    def __init__(self, directory: Path, password: str):
+        self.exe = shutil.which("redis-server")
+        if self.exe is None:  # fail, not skip: these tests are about Redis outages
+            pytest.fail("redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server)")
+        self.dir, self.password, self.port = directory, password, _free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    def client(self):
+        import redis
+
+        return redis.Redis.from_url(self.url, socket_timeout=1, decode_responses=True)
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir), "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--requirepass", self.password],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + 10
+        while True:
+            try:
+                self.client().ping()
+                return
+            except Exception:
+                assert time.time() < deadline, "private redis-server did not start in 10 s"
+                time.sleep(0.05)
+
+    def crash(self) -> None:
+        """SIGKILL: an outage, not a clean shutdown."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def private_redis(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis"), REDIS_PASSWORD)
+    server.start()
+    yield server
+    if server.proc and server.proc.poll() is None:
+        server.proc.kill()
+        server.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def hardened_app(tiny_checkpoint, private_redis, tmp_path_factory):
+    out = tmp_path_factory.mktemp("hardened-app")
+    port = _free_port()
+    prefix = f"tandem-hardening-{uuid.uuid4().hex[:8]}:"
+    args = APP_ARGS | {"checkpoint": str(tiny_checkpoint), "policy_source": private_redis.url, "key_prefix": prefix,
+                       "telemetry": f"file:{out / 'telemetry.jsonl'}"}
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {
+        "TANDEM_ADMIN_TOKEN": ADMIN_TOKEN, "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
+    }
+    log = open(out / "serve_app.log", "w")  # noqa: SIM115 - closed at teardown
+    proc = subprocess.Popen([sys.executable, "-m", "tests.hardening.serve_app", str(port), json.dumps(args)],
+                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    while True:
+        assert proc.poll() is None, f"the app exited ({proc.returncode}); see {out / 'serve_app.log'}"
+        try:
+            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.time() < deadline, f"the app did not get ready in 180 s; see {out / 'serve_app.log'}"
+        time.sleep(0.5)
+    yield {"url": url, "prefix": prefix, "dir": out, "redis": private_redis}
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def app_url(hardened_app) -> str:
+    return hardened_app["url"]
+
+
+@pytest.fixture(scope="session")
+def admin():
+    return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def admin_stats(url: str) -> dict:
+    r = httpx.get(f"{url}/admin/stats", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()

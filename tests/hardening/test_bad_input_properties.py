@@ -1,0 +1,141 @@
+"""Bad input, generated: whatever a client sends to the OpenAI routes - wrong types, huge and
+empty strings, invalid UTF-8, deep JSON, unknown fields, out-of-range numbers, oversized bodies -
+the answer is a 200 for valid input or OpenAI's error body with a 4xx, never a 5xx."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
+VALID_CHAT = {"model": "tandem", "messages": [{"role": "user", "content": "Classify: great phone."}], "max_tokens": 4}
+VALID_COMPLETION = {"model": "tandem-ar", "prompt": "The quick brown fox", "max_tokens": 4}
+TOKEN_FIELDS = ("max_tokens", "max_completion_tokens")
+SETTINGS = settings(max_examples=120, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+SEEN: dict[str, int] = {}  # status -> count over the module, printed at the end
+
+scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 2, max_value=2**80)
+           | st.floats() | st.text(max_size=40) | st.sampled_from(["", " ", "\x00", "\ud800 lone surrogate", "tandem", "ar", "user"]))
+json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                           max_leaves=16)
+
+
+def deep(depth: int, leaf="x") -> object:
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+class Deep:
+    """Nesting `depth` levels deep, built when sent (a small repr for Hypothesis' reports)."""
+
+    def __init__(self, depth: int):
+        self.depth = depth
+
+    def __repr__(self) -> str:
+        return f"Deep({self.depth})"
+
+
+def materialize(value):
+    if isinstance(value, Deep):
+        return deep(value.depth)
+    return value
+
+
+hostile = (json_values | st.integers(1, 900).map(Deep) | st.sampled_from(["x" * 100_000, "é" * 50_000, "\n" * 20_000])
+           | st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "tool", "bot"]), "content": json_values}),
+                      max_size=3))
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    with httpx.Client(base_url=app_url, timeout=60) as c:
+        yield c
+    print(f"\nbad input: statuses over the module {dict(sorted(SEEN.items()))}")
+
+
+def post(client: httpx.Client, path: str, body=None, raw: bytes | None = None, headers=None) -> httpx.Response:
+    if raw is None:
+        raw = json.dumps(body).encode("utf-8", "surrogatepass")  # NaN/Infinity and lone surrogates as Python writes them
+    r = client.post(path, content=raw, headers={"content-type": "application/json"} | (headers or {}))
+    SEEN[str(r.status_code)] = SEEN.get(str(r.status_code), 0) + 1
+    assert r.status_code < 500, f"{r.status_code} for {raw[:300]!r}: {r.text[:300]}"
+    if r.status_code == 200:
+        return r
+    error = r.json()["error"]
+    assert isinstance(error["message"], str) and error["message"] and error["type"], r.text[:300]
+    assert set(error) == {"message", "type", "param", "code"}
+    return r
+
+
+@SETTINGS
+@given(path=st.sampled_from([CHAT, COMPLETIONS]), body=st.dictionaries(st.text(max_size=16), json_values, max_size=6) | json_values)
+def test_arbitrary_json(client, path, body):
+    post(client, path, body)
+
+
+@SETTINGS
+@given(field=st.sampled_from(sorted(set(VALID_CHAT) | {"temperature", "top_p", "stop", "seed", "n", "stream", "stream_options",
+                                                       "response_format", "tools", "max_completion_tokens", "unknown_field"})),
+       value=hostile)
+def test_one_hostile_field_in_a_valid_chat_request(client, field, value):
+    assume(not (field in TOKEN_FIELDS and isinstance(value, int) and 64 < value <= 4096))  # valid but slow: not this test's point
+    post(client, CHAT, VALID_CHAT | {field: materialize(value)})
+
+
+@SETTINGS
+@given(field=st.sampled_from(["model", "prompt", "max_tokens", "temperature", "top_p", "stop", "seed", "stream", "echo"]), value=hostile)
+def test_one_hostile_field_in_a_valid_completion_request(client, field, value):
+    assume(not (field in TOKEN_FIELDS and isinstance(value, int) and 64 < value <= 4096))
+    post(client, COMPLETIONS, VALID_COMPLETION | {field: materialize(value)})
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(raw=st.binary(max_size=300) | st.binary(min_size=1, max_size=40).map(
+    lambda b: b'{"model":"tandem","max_tokens":2,"messages":[{"role":"user","content":"' + b + b'"}]}'))
+def test_raw_bytes_and_invalid_utf8(client, raw):
+    r = post(client, CHAT, raw=raw)
+    if r.status_code != 200:
+        assert r.status_code == 400
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(depth=st.integers(1, 200_000), where=st.sampled_from(["body", "unknown", "tools", "schema", "message_extra", "content"]))
+def test_deep_json(client, depth, where):
+    nested = deep(depth)
+    body = {
+        "body": nested,
+        "unknown": VALID_CHAT | {"metadata": nested},
+        "tools": VALID_CHAT | {"tools": [{"type": "function", "function": {"name": "f", "parameters": nested}}]},
+        "schema": VALID_CHAT | {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"properties": {"a": nested}}}}},
+        "message_extra": VALID_CHAT | {"messages": [{"role": "user", "content": "hi", "name": nested}]},
+        "content": VALID_CHAT | {"messages": [{"role": "user", "content": nested}]},
+    }[where]
+    try:
+        raw = json.dumps(body).encode()
+    except RecursionError:  # deeper than Python's encoder goes: write it by hand
+        raw = json.dumps(VALID_CHAT | {"metadata": "@"}).encode().replace(b'"@"', b"[" * depth + b"]" * depth)
+    post(client, CHAT, raw=raw)
+
+
+@pytest.mark.parametrize("size_mb", [4.01, 8])
+def test_oversized_bodies_are_413_with_or_without_content_length(client, size_mb):
+    big = json.dumps(VALID_CHAT | {"messages": [{"role": "user", "content": "x" * int(size_mb * 2**20)}]}).encode()
+    assert post(client, CHAT, raw=big).status_code == 413
+
+    def chunks():  # no Content-Length: the gateway has to count
+        for i in range(0, len(big), 2**16):
+            yield big[i : i + 2**16]
+
+    r = client.post(CHAT, content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
+
+
+def test_still_serving_after_all_that(client):
+    assert post(client, CHAT, VALID_CHAT).status_code == 200
+    assert post(client, COMPLETIONS, VALID_COMPLETION).status_code == 200

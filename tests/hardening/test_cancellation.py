@@ -1,0 +1,57 @@
+"""Cancellation: a client that goes away mid-answer frees its scheduler slot at the engine's next
+step (running back to 0 within a couple of seconds, counted as cancelled, never as completed)."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from tests.hardening.conftest import admin_stats
+
+LONG = 3000  # tokens: tens of seconds of decoding on the tiny model, far beyond the wait below
+FREED_WITHIN_S = 3.0
+
+
+def wait_running(url: str, engine: str, predicate, timeout_s: float) -> tuple[float, dict]:
+    started = time.perf_counter()
+    while True:
+        load = admin_stats(url)["engines"][engine]
+        if predicate(load):
+            return time.perf_counter() - started, load
+        assert time.perf_counter() - started < timeout_s, f"{engine}: not within {timeout_s} s: {load}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("model,engine", [("tandem-ar", "ar"), ("tandem-verified", "block")])
+def test_a_stream_abandoned_mid_answer_frees_its_slot(app_url, model, engine):
+    before = admin_stats(app_url)["engines"][engine]["stats"]
+    body = {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": LONG, "stream": True}
+    chunks = 0
+    with httpx.Client(timeout=30) as client, client.stream("POST", f"{app_url}/v1/chat/completions", json=body) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: ") and '"content":"' in line and '"content":""' not in line:
+                chunks += 1
+                if chunks == 2:  # mid-answer: the row is in the running batch
+                    wait_running(app_url, engine, lambda x: x["running"] == 1, timeout_s=5)
+                    break
+    # leaving the loop and the `with` closes the connection mid-stream
+    assert chunks == 2
+    freed_s, load = wait_running(app_url, engine, lambda x: x["running"] == 0 and x["queued"] == 0, timeout_s=FREED_WITHIN_S)
+    after = load["stats"]
+    print(f"\n{engine}: slot freed {freed_s:.2f} s after the client left; stats {after}")
+    assert after["cancelled"] == before["cancelled"] + 1
+    assert after["completed"] == before["completed"], "the abandoned request ran to the end"
+
+
+def test_a_non_streaming_client_that_times_out_frees_its_slot(app_url):
+    before = admin_stats(app_url)["engines"]["ar"]["stats"]
+    body = {"model": "tandem-ar", "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": LONG}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{app_url}/v1/chat/completions", json=body, timeout=httpx.Timeout(10, read=1.5))
+    freed_s, load = wait_running(app_url, "ar", lambda x: x["running"] == 0 and x["queued"] == 0, timeout_s=FREED_WITHIN_S)
+    print(f"\nnon-streaming: slot freed {freed_s:.2f} s after the client left; stats {load['stats']}")
+    assert load["stats"]["cancelled"] == before["cancelled"] + 1
+    assert load["stats"]["completed"] == before["completed"]

@@ -1,0 +1,52 @@
+"""`tandem doctor`: every check passes on a good setup (exit 0); a missing checkpoint, an
+unreachable Redis or a taken port each fail with a fix (exit 1), and no password is printed."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from router.cli import main
+from tests.app.conftest import _free_port
+
+
+@pytest.fixture(scope="module")
+def free_port() -> int:
+    return _free_port()
+
+
+def run(capsys, *argv) -> tuple[int, str]:
+    code = main(["doctor", *argv])
+    return code, capsys.readouterr().out
+
+
+def test_all_checks_pass_with_a_checkpoint_and_a_live_redis(capsys, tiny_checkpoint, redis_url, free_port):
+    code, out = run(capsys, "--checkpoint", str(tiny_checkpoint), "--policy-source", redis_url, "--prefix", "tandem-doctor-test:",
+                    "--port", str(free_port))
+    assert code == 0, out
+    for name in ("python", "torch", "transformers", "checkpoint", "router model", "policy source", "ray serve", f"port {free_port}"):
+        assert f"ok    {name}" in out
+    assert "has DiffusionGemmaForBlockDiffusion" in out and "8/8 checks passed" in out
+
+
+def test_failures_say_what_to_fix(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("TANDEM_CHECKPOINT", raising=False)
+    dead_redis = f"redis://:hunter2-secret@127.0.0.1:{_free_port()}/0"  # nothing listens there
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        code, out = run(capsys, "--checkpoint", str(tmp_path / "missing"), "--policy-source", dead_redis,
+                        "--port", str(taken.getsockname()[1]))
+    assert code == 1
+    assert "FAIL  checkpoint" in out and "does not exist" in out
+    assert "FAIL  policy source" in out and "start Redis" in out
+    assert "in use" in out
+    assert out.count("fix:") == 4  # three check lines and the summary
+    assert "hunter2-secret" not in out, "doctor printed the Redis password"
+
+
+def test_a_broken_checkpoint_is_reported_not_raised(capsys, tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    code, out = run(capsys, "--checkpoint", str(tmp_path))
+    assert code == 1 and "does not load" in out
