@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.app.conftest import _free_port, redis_url  # noqa: F401 - redis_url: the shared test Redis, for test_doctor
+from tests.policies.helpers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "hardening-admin-" + uuid.uuid4().hex  # never to appear in a response
@@ -37,7 +37,7 @@ class RedisServer:
         self.exe = shutil.which("redis-server")
         if self.exe is None:  # fail, not skip: these tests are about Redis outages
             pytest.fail("redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server)")
-        self.dir, self.password, self.port = directory, password, _free_port()
+        self.dir, self.password, self.port = directory, password, free_port()
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -71,7 +71,7 @@ class RedisServer:
 
 
 @pytest.fixture(scope="session")
-def private_redis(tmp_path_factory):
+def hardening_redis(tmp_path_factory):
     server = RedisServer(tmp_path_factory.mktemp("redis"), REDIS_PASSWORD)
     server.start()
     yield server
@@ -81,11 +81,11 @@ def private_redis(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def hardened_app(tiny_checkpoint, private_redis, tmp_path_factory):
+def hardened_app(tiny_checkpoint, hardening_redis, tmp_path_factory):
     out = tmp_path_factory.mktemp("hardened-app")
-    port = _free_port()
+    port = free_port()
     prefix = f"tandem-hardening-{uuid.uuid4().hex[:8]}:"
-    args = APP_ARGS | {"checkpoint": str(tiny_checkpoint), "policy_source": private_redis.url, "key_prefix": prefix,
+    args = APP_ARGS | {"checkpoint": str(tiny_checkpoint), "policy_source": hardening_redis.url, "key_prefix": prefix,
                        "telemetry": f"file:{out / 'telemetry.jsonl'}"}
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {
         "TANDEM_ADMIN_TOKEN": ADMIN_TOKEN, "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
@@ -105,7 +105,7 @@ def hardened_app(tiny_checkpoint, private_redis, tmp_path_factory):
             pass
         assert time.time() < deadline, f"the app did not get ready in 180 s; see {out / 'serve_app.log'}"
         time.sleep(0.5)
-    yield {"url": url, "prefix": prefix, "dir": out, "redis": private_redis}
+    yield {"url": url, "prefix": prefix, "dir": out, "redis": hardening_redis}
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=60)

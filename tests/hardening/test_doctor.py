@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import socket
 
-import pytest
-
 from router.cli import main
-from tests.app.conftest import _free_port
-
-
-@pytest.fixture(scope="module")
-def free_port() -> int:
-    return _free_port()
+from tests.policies.helpers import free_port
 
 
 def run(capsys, *argv) -> tuple[int, str]:
@@ -21,18 +14,19 @@ def run(capsys, *argv) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_all_checks_pass_with_a_checkpoint_and_a_live_redis(capsys, tiny_checkpoint, redis_url, free_port):
+def test_all_checks_pass_with_a_checkpoint_and_a_live_redis(capsys, tiny_checkpoint, redis_url):
+    port = free_port()
     code, out = run(capsys, "--checkpoint", str(tiny_checkpoint), "--policy-source", redis_url, "--prefix", "tandem-doctor-test:",
-                    "--port", str(free_port))
+                    "--port", str(port))
     assert code == 0, out
-    for name in ("python", "torch", "transformers", "checkpoint", "router model", "policy source", "ray serve", f"port {free_port}"):
+    for name in ("python", "torch", "transformers", "checkpoint", "router model", "policy source", "ray serve", f"port {port}"):
         assert f"ok    {name}" in out
     assert "has DiffusionGemmaForBlockDiffusion" in out and "8/8 checks passed" in out
 
 
 def test_failures_say_what_to_fix(capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("TANDEM_CHECKPOINT", raising=False)
-    dead_redis = f"redis://:hunter2-secret@127.0.0.1:{_free_port()}/0"  # nothing listens there
+    dead_redis = f"redis://:hunter2-secret@127.0.0.1:{free_port()}/0"  # nothing listens there
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
         taken.listen()
