@@ -1,0 +1,38 @@
+"""The shipped Serve configs are valid: their `args` pass AppArgs, every deployment name is one
+build_app makes, and the GPU variant puts each engine replica on a GPU in bf16."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ray.serve.schema import ServeDeploySchema
+
+from router.app import AppArgs
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOYMENTS = {"Gateway", "BlockEngine", "AREngine"}
+
+
+@pytest.mark.parametrize("name", ["serve_config.yaml", "serve_config.gpu.yaml"])
+def test_config_is_valid(name):
+    config = yaml.safe_load((REPO / name).read_text())
+    (app,) = config["applications"]
+    assert app["import_path"] == "router.app:build_app"
+    AppArgs.model_validate(app["args"])
+    ServeDeploySchema.model_validate(config)  # what `serve deploy` checks
+    assert {d["name"] for d in app["deployments"]} == DEPLOYMENTS
+
+
+def test_gpu_config_puts_engines_on_gpus():
+    app = yaml.safe_load((REPO / "serve_config.gpu.yaml").read_text())["applications"][0]
+    args = AppArgs.model_validate(app["args"])
+    assert (args.engine.dtype, args.engine.device) == ("bfloat16", "cuda")
+    by_name = {d["name"]: d for d in app["deployments"]}
+    for engine in ("BlockEngine", "AREngine"):
+        assert by_name[engine]["ray_actor_options"]["num_gpus"] == 1
+        scaling = by_name[engine]["autoscaling_config"]
+        assert 1 <= scaling["min_replicas"] <= scaling["max_replicas"]
+        assert by_name[engine]["max_ongoing_requests"] >= args.engine.max_batch_size + args.engine.max_queue
+    assert "num_gpus" not in by_name["Gateway"]["ray_actor_options"]
