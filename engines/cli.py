@@ -40,7 +40,7 @@ def register(commands, bench_commands) -> None:
     p = eval_commands.add_parser("model", help="task-suite quality per family in block (by steps and canvas), verified and AR mode")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
     p.add_argument("--quick", action="store_true", help="4 items per family, block at 4 and 12 steps only")
-    p.add_argument("--n", type=int, default=None, help="test items per family (default: 16, or 4 with --quick)")
+    p.add_argument("--n", type=int, default=None, help="test items per family (default: 8, or 4 with --quick)")
     p.add_argument("--families", default=None, help="comma-separated families (default: all)")
     p.add_argument("--json", default=None, help="write one record per family, mode, steps and canvas here")
     p.add_argument("--plot", default=None, help="save a PNG of quality against denoising steps here")
