@@ -8,8 +8,8 @@ Contract
   forward per step for all its rows. A request gets the same tokens alone or batched.
 - `stream(request) -> AsyncIterator[str]`: text deltas as tokens are committed: per token in AR
   mode, per committed canvas prefix in block mode, per accepted prefix in verified mode. The
-  deltas join to the `generate` text. After the last delta, `last_result(request_id)` is not
-  kept: use `stream_with_result` when the stats are needed.
+  deltas join to the `generate` text. `stream_with_result` ends with the `GenerationResult`
+  (stats, finish reason) after the last delta.
 - Raises `InvalidRequestError` / `ContextLengthError` (HTTP 400) before any model call for bad
   input, naming the limit; the engine stays usable afterwards. Decoding is serialized by a lock:
   one batch at a time per engine (the scheduler batches concurrent requests).
