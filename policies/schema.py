@@ -117,9 +117,10 @@ class KeyOverride(_Strict):
 
 
 class LoadAware(_Strict):
-    """Load-aware routing: move work off a mode whose queue is nearly full. Off by default."""
+    """Load-aware routing: move work off a mode whose queue is nearly full, and between the two
+    lossless modes by measured cost. On by default; `enabled: false` switches it off."""
 
-    enabled: bool = Field(False, description="Whether the router reads queue load at all.")
+    enabled: bool = Field(True, description="Whether the router reads queue load and the cost profile at all.")
     max_queue_ratio: float = Field(
         0.8, gt=0.0, le=1.0, description="Queue fill (queued / capacity, in (0, 1]) above which a mode counts as overloaded."
     )
@@ -168,7 +169,7 @@ class Policy(_Strict):
     shadow_verify_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of block decisions also verified by AR, only to measure acceptance."
     )
-    load_aware: LoadAware = Field(default_factory=LoadAware, description="Load-aware routing (off by default).")
+    load_aware: LoadAware = Field(default_factory=LoadAware, description="Load-aware and cost-aware routing (on by default).")
     on_engine_failure: dict[Mode, Mode | None] = Field(
         default_factory=lambda: {"block": "ar", "verified": "ar", "ar": "verified"},
         description="Mode that retries a request when its engine fails or times out; null answers 503 at once.",

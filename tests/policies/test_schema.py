@@ -21,7 +21,7 @@ def test_shipped_default_policy_is_valid_and_matches_the_schema_defaults():
     assert p.steps == 12
     assert p.task_modes == DEFAULT_TASK_MODES
     assert set(p.task_modes) == set(TASKS)
-    assert p.load_aware.enabled is False
+    assert p.load_aware.enabled is True and p.load_aware.cost_aware is True
     assert p.forcing.model_aliases["tandem"] == "auto"
     # the YAML spells out the schema's defaults except where it says otherwise
     assert p.model_copy(update={"shadow_verify_rate": 0.0, "description": ""}) == Policy()

@@ -145,9 +145,9 @@ def test_shadow_verify_is_deterministic_per_request_and_follows_the_rate(route):
     assert not route(shadow_verify_rate=1.0).decide(req(ESSAY)).shadow_verify  # only block answers
 
 
-def test_load_aware_routing_is_off_by_default_and_spills_when_on(route):
+def test_load_aware_routing_can_be_switched_off_and_spills_when_on(route):
     load = {"block": 0.95, "verified": 0.1, "ar": 0.2}
-    d = route().decide(req(), load=load)
+    d = route(load_aware={"enabled": False}).decide(req(), load=load)
     assert (d.mode, d.load_aware) == ("block", False)
     on = route(load_aware={"enabled": True, "max_queue_ratio": 0.8, "spill_order": ["verified", "ar"]})
     d = on.decide(req(), load=load)
