@@ -105,6 +105,13 @@ class EngineDeployment:
         except EngineError as exc:
             yield EngineFailure.of(exc)
 
+    async def agreement(self, request: GenerationRequest, answer_ids: list[int]) -> int:
+        """Shadow verification: the accepted prefix of a finished block answer, in one encoder pass
+        (off the scheduler: it never holds up the decode batches)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.engine.agreement, request, answer_ids)
+
     def load(self) -> dict:
         return self.scheduler.load() | {"stats": vars(self.scheduler.stats), "pid": os.getpid(), "rss_mb": rss_mb()}
 

@@ -161,6 +161,23 @@ class DiffusionEngine:
         self._decode(rows, [p for _, p in checked])
         return [r.result() for r in rows]
 
+    def agreement(self, request: GenerationRequest, answer_ids: list[int]) -> int:
+        """How many leading tokens of `answer_ids` (e.g. a block answer) the model's greedy AR choice
+        would accept: one encoder pass over prompt + answer, as verified mode's commit pass does."""
+        import torch
+
+        from engines.batch import SequenceBatch
+
+        prompt = self.prompt_ids(request)
+        if not answer_ids:
+            return 0
+        batch = SequenceBatch(self.model, 1, self.model.device)
+        with torch.inference_mode():
+            logits = batch.encode(torch.tensor([prompt + answer_ids], device=self.model.device), logits="all")  # (1, L, V)
+        choice = logits[0, len(prompt) - 1 : -1].argmax(-1)  # AR choice for every answer position
+        agree = (choice == torch.tensor(answer_ids, device=choice.device)).long().cumprod(-1)
+        return int(agree.sum())
+
     def generate(self, request: GenerationRequest) -> GenerationResult:
         return self.generate_batch([request])[0]
 

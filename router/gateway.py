@@ -326,7 +326,7 @@ class Gateway:
                                f"{mode} mode", code="response_format_unsatisfied", param="response_format")
             self._finish(result, mode, degraded, decision, route, started)
             if decision.shadow_verify and mode == "block":
-                self._spawn(self._shadow_verify(dataclasses.replace(gen, mode="verified", request_id=f"{rid}-shadow")))
+                self._spawn(self._shadow_verify(gen, result.token_ids))
             headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
             build = chat_response if chat else completion_response
             body = build(rid, req.model, result.text, result.finish_reason, usage(result.stats.prompt_tokens, result.stats.output_tokens),
@@ -426,16 +426,18 @@ class Gateway:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _shadow_verify(self, gen: GenerationRequest) -> None:
-        """Verify a block answer's request in verified mode only to measure acceptance (the policy's
-        shadow_verify_rate); the client already has its answer."""
+    async def _shadow_verify(self, gen: GenerationRequest, answer_ids: list[int]) -> None:
+        """Check a block answer against the model's AR choice only to measure acceptance (the
+        policy's shadow_verify_rate): one encoder pass over prompt + answer, as verified mode's
+        commit pass would do; the client already has its answer."""
+        if not answer_ids:
+            return
         try:
-            out = await asyncio.wait_for(self.engines["block"].generate.remote(gen), timeout=self.timeout_s)
+            accepted = await asyncio.wait_for(self.engines["block"].agreement.remote(gen, answer_ids), timeout=self.timeout_s)
         except Exception:
             return
-        if isinstance(out, GenerationResult) and out.stats.drafted:
-            self.stats.shadow(out.stats.drafted, out.stats.accepted)
-            self.telemetry.acceptance.record(out.stats.acceptance_rate, {"mode": "verified", "shadow": True})
+        self.stats.shadow(len(answer_ids), accepted)
+        self.telemetry.acceptance.record(accepted / len(answer_ids), {"mode": "block", "shadow": True})
 
     def _log_decision(self, route, decision, outcome: dict) -> None:
         from router.decisions_log import log_decision, request_features

@@ -73,3 +73,12 @@ def test_rejected_draft_slots_are_cropped_from_the_cache(engine):
     prompt = len(engine.prompt_ids(chat(PROMPTS[0])))
     slots, cached = seen[-1]
     assert slots == cached <= prompt + result.stats.output_tokens
+
+
+def test_agreement_counts_the_prefix_ar_would_accept(engine):
+    request = chat(PROMPTS[1], mode="ar", max_new_tokens=12, stop_token_ids=[])
+    answer = engine.generate(request).token_ids
+    assert engine.agreement(request, answer) == len(answer)  # AR's own answer: all accepted
+    corrupted = answer[:5] + [(answer[5] + 1) % engine.vocab_size] + answer[6:]
+    assert engine.agreement(request, corrupted) == 5
+    assert engine.agreement(request, []) == 0
