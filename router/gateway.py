@@ -313,7 +313,10 @@ class Gateway:
             headers = decision.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
             root.set_attribute("tandem.mode", decision.mode)
             if req.stream:
-                return StreamingResponse(self._stream(req, gen, decision, route, chat, rid, started), media_type="text/event-stream", headers=headers)
+                opened = await self._open_stream(gen)
+                headers |= {"x-tandem-mode": opened[2]} | ({"x-tandem-degraded": "true"} if opened[3] else {})
+                body = self._stream(req, gen, opened, decision, route, chat, rid, started)
+                return StreamingResponse(body, media_type="text/event-stream", headers=headers)
             result, mode, degraded = await self._generate(gen)
             schema_check = _json_check(getattr(req, "response_format", None))
             if schema_check and not schema_check(result.text) and mode == "block":
@@ -359,23 +362,46 @@ class Gateway:
         headers = {"Retry-After": str(max(1, round(last_error.retry_after_s)))} if last_error.retry_after_s else {}
         raise ApiError(last_error.status, last_error.message, type=last_error.type, code=last_error.code, param=last_error.param, headers=headers)
 
-    async def _stream(self, req, gen: GenerationRequest, decision, route, chat: bool, rid: str, started: float):
+    async def _open_stream(self, gen: GenerationRequest):
+        """Start `gen` streaming and wait for its first item, so that a full queue is a real 429 (with
+        Retry-After) and a failed engine degrades per policy before any byte is sent.
+        Returns (stream, first item or None, mode, degraded)."""
+        mode, last = gen.mode, None
+        for attempt in range(2):
+            request = gen if attempt == 0 else dataclasses.replace(gen, mode=mode)
+            stream = self.engines[ENGINE_OF_MODE[mode]].options(stream=True).stream.remote(request)
+            try:
+                first = await asyncio.wait_for(stream.__anext__(), timeout=self.timeout_s)
+            except StopAsyncIteration:
+                return stream, None, mode, attempt > 0
+            except asyncio.TimeoutError:
+                first = EngineFailure(503, "engine_timeout", "server_error", f"the {mode} engine did not answer in {self.timeout_s:.0f} s")
+            except Exception as exc:
+                first = EngineFailure(503, "engine_unavailable", "server_error", f"the {mode} engine failed: {type(exc).__name__}")
+            if not isinstance(first, EngineFailure):
+                return stream, first, mode, attempt > 0
+            stream.cancel()
+            last = first
+            if first.status != 503 or (mode := self.router.policy.on_engine_failure.get(mode)) is None:
+                break
+        self.stats.error(last.status)
+        headers = {"Retry-After": str(max(1, round(last.retry_after_s)))} if last.retry_after_s else {}
+        raise ApiError(last.status, last.message, type=last.type, code=last.code, param=last.param, headers=headers)
+
+    async def _stream(self, req, gen: GenerationRequest, opened, decision, route, chat: bool, rid: str, started: float):
+        stream, first, mode, degraded = opened
         created = int(time.time())
         chunk = (lambda **kw: chat_chunk(rid, req.model, created, **kw)) if chat else None
         if chat:
             yield chunk(delta={"role": "assistant", "content": ""})
-        stream = self.engines[ENGINE_OF_MODE[gen.mode]].options(stream=True).stream.remote(gen)
         try:
-            while True:
-                try:
-                    item = await asyncio.wait_for(stream.__anext__(), timeout=self.timeout_s)
-                except StopAsyncIteration:
-                    break
+            item = first
+            while item is not None:
                 if isinstance(item, str):
                     yield chunk(delta={"content": item}) if chat else completion_chunk(rid, req.model, created, item)
                 elif isinstance(item, GenerationResult):
-                    self._finish(item, gen.mode, False, decision, route, started)
-                    tandem = self._tandem(decision, item, gen.mode, False)
+                    self._finish(item, mode, degraded, decision, route, started)
+                    tandem = self._tandem(decision, item, mode, degraded)
                     yield chunk(delta={}, finish_reason=item.finish_reason, tandem=tandem) if chat else completion_chunk(
                         rid, req.model, created, "", finish_reason=item.finish_reason, tandem=tandem)
                     if req.stream_options and req.stream_options.include_usage:
@@ -386,9 +412,13 @@ class Gateway:
                     self.stats.error(item.status)
                     yield sse(ApiError(item.status, item.message, type=item.type, code=item.code).body())
                     break
+                try:
+                    item = await asyncio.wait_for(stream.__anext__(), timeout=self.timeout_s)
+                except StopAsyncIteration:
+                    item = None
         except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
             self.stats.error(503)
-            yield sse(ApiError(503, f"the {gen.mode} engine failed mid-stream: {type(exc).__name__}", type="server_error", code="engine_unavailable").body())
+            yield sse(ApiError(503, f"the {mode} engine failed mid-stream: {type(exc).__name__}", type="server_error", code="engine_unavailable").body())
         finally:
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
         yield DONE

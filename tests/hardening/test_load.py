@@ -71,9 +71,11 @@ def test_a_burst_beyond_the_queue_gets_429_with_retry_after(app_url):
     """100 block requests at once against one replica (batch 8 + queue 64): the overflow is refused
     at once with 429 and Retry-After, and everything admitted is served."""
     burst = (Spec("/v1/chat/completions", {"model": "tandem-block", "messages": [{"role": "user", "content": f"burst {i}"}],
-                                           "max_tokens": 8}) for i in range(10**6))
+                                           "max_tokens": 8, "stream": i % 2 == 1}) for i in range(10**6))
     outcomes = asyncio.run(run_load(app_url, 100, 100, burst))
     check_answered(outcomes)
     statuses = [o.status for o in outcomes]
     assert statuses.count(429) >= 1, "the queue never filled"
     assert statuses.count(200) >= 64, "fewer served than the queue holds"
+    # A stream waits for its first item before answering, so a full queue is a real 429 for it too.
+    assert any(o.stream and o.status == 429 and o.retry_after for o in outcomes), "no stream got a 429"
