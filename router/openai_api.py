@@ -166,36 +166,32 @@ def completion_response(rid: str, model: str, text: str, finish_reason: str, usa
     }
 
 
-def chat_chunk(rid: str, model: str, created: int, delta: dict, finish_reason: str | None = None, usage_: dict | None = None,
-               tandem: dict | None = None) -> str:
+def _chunk(rid: str, model: str, created: int, obj: str, content: dict, finish_reason: str | None,
+           usage_: dict | None, tandem: dict | None) -> str:
+    """One SSE chunk; a usage-only chunk (OpenAI's include_usage) has no choices."""
+    usage_only = usage_ is not None and finish_reason is None and not any(content.values())
     chunk = {
         "id": rid,
-        "object": "chat.completion.chunk",
+        "object": obj,
         "created": created,
         "model": model,
-        "choices": [] if usage_ is not None and not delta and finish_reason is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+        "choices": [] if usage_only else [{"index": 0, **content, "logprobs": None, "finish_reason": finish_reason}],
     }
     if usage_ is not None:
         chunk["usage"] = usage_
     if tandem is not None:
         chunk["tandem"] = tandem
     return sse(chunk)
+
+
+def chat_chunk(rid: str, model: str, created: int, delta: dict, finish_reason: str | None = None, usage_: dict | None = None,
+               tandem: dict | None = None) -> str:
+    return _chunk(rid, model, created, "chat.completion.chunk", {"delta": delta}, finish_reason, usage_, tandem)
 
 
 def completion_chunk(rid: str, model: str, created: int, text: str, finish_reason: str | None = None, usage_: dict | None = None,
                      tandem: dict | None = None) -> str:
-    chunk = {
-        "id": rid,
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": [] if usage_ is not None and not text and finish_reason is None else [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}],
-    }
-    if usage_ is not None:
-        chunk["usage"] = usage_
-    if tandem is not None:
-        chunk["tandem"] = tandem
-    return sse(chunk)
+    return _chunk(rid, model, created, "text_completion", {"text": text}, finish_reason, usage_, tandem)
 
 
 def sse(payload: dict | str) -> str:
