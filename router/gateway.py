@@ -480,6 +480,8 @@ def _engine_span(tracer, span, result: GenerationResult) -> None:
     s = result.stats
     span.set_attributes({"tokens.output": s.output_tokens, "tokens.prompt": s.prompt_tokens, "forwards": s.forwards,
                          "tokens_per_forward": s.tokens_per_forward, "finish_reason": result.finish_reason})
+    # The engine runs in another process: canvas and verify spans are recorded here from its stats,
+    # so they carry counts, not timings (propagating the trace context into replicas is the next step).
     for i, steps in enumerate(s.steps_per_canvas):
         with tracer.start_as_current_span("tandem.canvas", attributes={"canvas.index": i, "canvas.steps": steps}):
             pass
