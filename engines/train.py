@@ -15,11 +15,12 @@ One step, one batch (all rows share one canvas size C and one canvas index k):
    `self_conditioning_logits`, as `generate()` does from its second step on.
 
 Canvases are right-sized: 64, 128 or 256 tokens, the smallest that holds the answer, sometimes a
-larger one; long answers are split into consecutive 256-token canvases.
+larger one; long answers are split into consecutive 256-token canvases. A quarter of the rows
+start their canvas at a random point inside the answer instead, as verified drafts do.
 
 Notable choices (see /work/shared/ENVIRONMENT.md): q/k norms start at head_dim**-0.25 (without it
-the model never learns to copy); constant lr after warm-up, decayed only over the last 15% when a
-step budget is given; batches are a pure function of (seed, step), so a resumed run replays the
+the model never learns to copy); constant lr after warm-up, decayed linearly over the last 15% of the
+run (its step budget, or its wall-clock budget when no step budget is given); batches are a pure function of (seed, step), so a resumed run replays the
 same data, and `--resume` restores model, optimizer and step exactly.
 """
 
@@ -65,12 +66,13 @@ class TrainConfig:
     weight_decay: float = 0.01
     batch_short: int = 32  # rows per batch of short-family items
     batch_long: int = 10  # rows per batch of long-family canvases (each row is far longer)
-    long_batch_prob: float = 0.25  # share of steps that train the long families
+    long_batch_prob: float = 0.2  # share of steps that train the long families
     short_canvas_probs: tuple[float, float, float] = (0.8, 0.17, 0.03)  # P(C = 64, 128, 256) on short steps
     long_chunk_probs: tuple[float, float, float] = (0.5, 0.35, 0.15)  # P(k = 0, 1, 2) on long steps
+    offset_prob: float = 0.25  # rows whose canvas starts at a random point inside the answer (where verified drafts start)
     self_cond_prob: float = 0.5  # batches trained with a self-conditioning pass
     t_floor: float = 0.05  # lowest corruption rate
-    family_weights: dict = field(default_factory=lambda: {"extract": 1.0, "classify": 0.6, "summarize": 0.8, "plan": 1.2, "code": 0.8, "reason": 1.0, "write": 1.0})
+    family_weights: dict = field(default_factory=lambda: {"extract": 1.5, "classify": 0.3, "summarize": 0.6, "plan": 1.5, "code": 0.8, "reason": 1.0, "write": 1.0})
     # progress
     log_every: int = 20  # steps
     eval_every_s: float = 300.0  # held-out exact-match check
@@ -143,7 +145,7 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
     else:
         size, k = rng.choices(CANVAS_SIZES, cfg.short_canvas_probs)[0], 0
         rows = cfg.batch_short
-    picked = []
+    picked, offsets = [], []
     while len(picked) < rows:
         family = rng.choices(families, weights)[0]
         prompt, answer = encode_item(tokenizer, sample_item(family, rng))
@@ -152,8 +154,11 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
         if long_step and n_canvases(len(answer) - 1, size) <= k:
             continue
         picked.append((family, prompt, answer))
-    contexts = [p + a[: k * size] for _, p, a in picked]
-    rests = [a[k * size :] for _, p, a in picked]
+        # Block mode starts canvases at canvas boundaries; verified mode drafts from wherever the
+        # last round stopped, so some rows put the canvas at a random point inside the answer.
+        offsets.append(rng.randrange(1, len(answer)) if rng.random() < cfg.offset_prob else k * size)
+    contexts = [p + a[:o] for (_, p, a), o in zip(picked, offsets)]
+    rests = [a[o:] for (_, p, a), o in zip(picked, offsets)]
     P, R = max(map(len, contexts)), max(map(len, rests))
     B = len(picked)
     input_ids = torch.full((B, P + R), pad, dtype=torch.long)
@@ -208,15 +213,18 @@ def losses(model: DiffusionGemmaForBlockDiffusion, batch: Batch, cfg: TrainConfi
     return enc_loss, dec_loss
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up, then constant; linear decay to 10% over the last `decay_frac` of `steps` if given."""
+def lr_at(step: int, cfg: TrainConfig, elapsed_s: float = 0.0) -> float:
+    """Linear warm-up, then constant, then a linear decay to 10% over the last `decay_frac` of the run.
+
+    The run's length is `steps` when given (deterministic); otherwise the wall-clock budget, so a
+    time-bounded run on a machine of unknown speed still ends on its decay.
+    """
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
-    if cfg.steps:
-        start = int(cfg.steps * (1 - cfg.decay_frac))
-        if step >= start:
-            frac = (step - start) / max(1, cfg.steps - start)
-            return cfg.lr * (1 - 0.9 * min(1.0, frac))
+    progress = step / cfg.steps if cfg.steps else elapsed_s / (cfg.minutes * 60)
+    start = 1 - cfg.decay_frac
+    if progress >= start:
+        return cfg.lr * (1 - 0.9 * min(1.0, (progress - start) / cfg.decay_frac))
     return cfg.lr
 
 
@@ -392,7 +400,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         self_cond = random.Random(f"{cfg.seed}/sc/{step}").random() < cfg.self_cond_prob
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
+            group["lr"] = lr_at(step, cfg, elapsed_before + time.time() - t0)
         enc_loss, dec_loss = losses(model, batch, cfg, gen, self_cond)
         loss = enc_loss + dec_loss
         opt.zero_grad(set_to_none=True)
@@ -415,7 +423,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
                 remaining = min(remaining, (cfg.steps - step) * dt / window["n"])
             rec = {
                 "step": step, "enc_loss": round(window["enc"] / window["n"], 4), "dec_loss": round(window["dec"] / window["n"], 4),
-                "tok_s": round(window["tokens"] / dt), "s_per_step": round(dt / window["n"], 3), "lr": lr_at(step, cfg),
+                "tok_s": round(window["tokens"] / dt), "s_per_step": round(dt / window["n"], 3), "lr": round(opt.param_groups[0]["lr"], 6),
                 "elapsed_min": round(elapsed / 60, 2), "eta_min": round(remaining / 60, 1),
             }
             print(" ".join(f"{k}={v}" for k, v in rec.items()), flush=True)
@@ -443,7 +451,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
 def main(args: argparse.Namespace) -> int:
     cfg = TrainConfig(
         out=args.out, seed=args.seed, minutes=args.minutes, threads=args.threads, init=args.init,
-        steps=getattr(args, "steps", None),
+        steps=getattr(args, "steps", None), lr=args.lr, warmup=args.warmup, decay_frac=args.decay_frac,
     )
     summary = train(cfg, resume=args.resume)
     print(f"done: step {summary['step']}, checkpoint in {cfg.out}", flush=True)

@@ -14,6 +14,7 @@ from engines.train import (
     encode_item,
     evaluate,
     losses,
+    lr_at,
     make_batch,
     make_optimizer,
     n_canvases,
@@ -67,17 +68,38 @@ def test_batches_are_deterministic_and_laid_out(tokenizer):
         targets = a.ar_targets[a.ar_targets != -100]
         assert tokenizer.pad_token_id not in targets.tolist()
         assert int((a.ar_targets == tokenizer.eos_token_id).sum()) == B
-        if set(a.families) <= set(LONG_FAMILIES):
-            continue
-        # short rows: the canvas is the answer, then EOS fill
+        # each canvas is the answer from where the context stops (its start, a canvas boundary or,
+        # for some rows, a random point inside it), then EOS fill
         for i in range(B):
             answer = a.ar_targets[i][a.ar_targets[i] != -100].tolist()
-            assert a.canvas[i, : len(answer)].tolist() == answer
-            assert set(a.canvas[i, len(answer) :].tolist()) <= {tokenizer.eos_token_id}
+            offset = int((a.ar_targets[i, : a.context_len - 1] != -100).sum())  # answer tokens in the context
+            assert 0 <= offset < len(answer)
+            assert a.canvas[i].tolist() == (answer[offset:] + [tokenizer.eos_token_id] * C)[:C]
+
+
+def test_some_canvases_start_inside_the_answer(tokenizer):
+    starts = {"boundary": 0, "inside": 0}
+    for step in range(8):
+        batch = make_batch(tokenizer, _cfg(long_batch_prob=0.0, offset_prob=0.5), step)
+        for i in range(batch.canvas.shape[0]):
+            offset = int((batch.ar_targets[i, : batch.context_len - 1] != -100).sum())
+            starts["inside" if offset else "boundary"] += 1
+    assert starts["inside"] > 5 and starts["boundary"] > 5, starts
+    batch = make_batch(tokenizer, _cfg(long_batch_prob=0.0, offset_prob=0.0), 0)
+    assert int((batch.ar_targets[:, : batch.context_len - 1] != -100).sum()) == 0
+
+
+def test_lr_warms_up_then_decays_over_the_end_of_the_run():
+    by_steps = _cfg(steps=100, warmup=10, decay_frac=0.2, lr=1.0)
+    assert lr_at(0, by_steps) == pytest.approx(0.1) and lr_at(50, by_steps) == 1.0
+    assert lr_at(90, by_steps) == pytest.approx(0.55) and lr_at(100, by_steps) == pytest.approx(0.1)
+    by_time = _cfg(minutes=10, warmup=10, decay_frac=0.2, lr=1.0)  # no step budget: the clock bounds the run
+    assert lr_at(500, by_time, elapsed_s=60) == 1.0
+    assert lr_at(500, by_time, elapsed_s=540) == pytest.approx(0.55) and lr_at(500, by_time, elapsed_s=600) == pytest.approx(0.1)
 
 
 def test_long_answers_are_split_into_consecutive_canvases(tokenizer):
-    cfg = _cfg(long_batch_prob=1.0, long_chunk_probs=(0.0, 1.0, 0.0))
+    cfg = _cfg(long_batch_prob=1.0, long_chunk_probs=(0.0, 1.0, 0.0), offset_prob=0.0)
     batch = make_batch(tokenizer, cfg, 0)
     assert batch.canvas.shape[1] == 256
     for i in range(batch.canvas.shape[0]):
