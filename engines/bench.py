@@ -101,6 +101,19 @@ def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: 
     return sum(r.stats.output_tokens for r in results), sum(r.stats.forwards - 1 for r in results)
 
 
+def block_step_ms(engine: DiffusionEngine, prompts: list[list[int]], steps: int, canvas: int, batch: int) -> float:
+    """Wall milliseconds per denoising step of block mode on `canvas`-token canvases at `batch`
+    (prefill and sampler included), as the router's cost profile counts them."""
+    requests = [
+        GenerationRequest(prompt=ids, mode="block", seed=i, canvas=canvas, max_new_tokens=canvas, max_denoising_steps=steps, stop_token_ids=[])
+        for i, ids in enumerate(prompts[:batch])
+    ]
+    t0 = time.perf_counter()
+    results = engine.generate_batch(requests)
+    elapsed = time.perf_counter() - t0
+    return elapsed * 1000 / max(1, max(r.stats.forwards - 1 for r in results))
+
+
 def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
     """Run every mode on every chunk of `batch` prompts, interleaved so that machine noise hits all
     modes alike. Returns one record per mode."""
@@ -188,9 +201,13 @@ def main(args) -> int:
 
         by = {(r["mode"], r["batch"]): r for r in records}
         verified = [r["acceptance"] for r in records if r["mode"] == "verified" and r["acceptance"] is not None]
+        sizes = sorted({64, 128, engine.config.canvas_length} & set(range(1, engine.config.canvas_length + 1)))
+        by_canvas = {c: {b: statistics.median(block_step_ms(engine, prompts, args.steps, c, b) for _ in range(3)) for b in (1, 8)} for c in sizes}
+        print("block ms per step by canvas and batch: " + ", ".join(f"{c}: {v[1]:.1f} / {v[8]:.1f}" for c, v in by_canvas.items()))
         profile = CostProfile(
             ms_per_forward={e: {b: by[(e, b)]["ms_per_forward"] for b in (1, 8)} for e in ("block", "ar")},
             canvas=engine.config.canvas_length,
+            block_ms_by_canvas=by_canvas,
             acceptance=sum(verified) / len(verified) if verified else 0.5,
             machine=f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         )

@@ -117,8 +117,9 @@ class KeyOverride(_Strict):
 
 
 class LoadAware(_Strict):
-    """Load-aware routing: move work off a mode whose queue is nearly full, and between the two
-    lossless modes by measured cost. On by default; `enabled: false` switches it off."""
+    """Load-aware routing: move work off a mode whose queue is nearly full, and to the mode that
+    would finish it sooner at equal quality, by measured cost. On by default; `enabled: false`
+    switches it off."""
 
     enabled: bool = Field(True, description="Whether the router reads queue load and the cost profile at all.")
     max_queue_ratio: float = Field(
@@ -129,11 +130,24 @@ class LoadAware(_Strict):
         description="Modes tried, in order, when the chosen mode is overloaded; the first one under the ratio wins.",
     )
     cost_aware: bool = Field(
-        True, description="With a cost profile, move a verified/AR decision to the other lossless mode when it would finish sooner."
+        True,
+        description="With a cost profile, move a decision to a mode of equal quality that would finish it sooner: verified <-> AR "
+        "always (the same output under greedy decoding), block <-> AR for the tasks in equal_quality_tasks.",
     )
     min_gain: float = Field(
-        1.25, ge=1.0, le=100.0, description="Estimated speed-up (>= 1) the other lossless mode must offer before a request moves."
+        1.25, ge=1.0, le=100.0, description="Estimated speed-up (>= 1) the other mode must offer before a request moves."
     )
+    equal_quality_tasks: list[str] = Field(
+        default_factory=list,
+        description="Task types whose block answers score as well as AR's on the serving checkpoint (measured by "
+        "`tandem eval model`); for these, cost-aware routing may also move work between block and AR.",
+    )
+
+    @field_validator("equal_quality_tasks")
+    @classmethod
+    def _tasks(cls, v: list[str]) -> list[str]:
+        _check_task_keys(dict.fromkeys(v), "load_aware.equal_quality_tasks")
+        return v
 
 
 class Policy(_Strict):

@@ -2,8 +2,9 @@
 
 `tandem bench engines --write-profile` measures milliseconds per forward by mode and batch size
 and writes `cost_profile.json` beside the checkpoint; re-running it re-measures in place. The
-router's load-aware step uses it to send a request to the lossless mode (verified or AR: the
-same output under greedy decoding) that will finish it sooner given each engine's queue.
+router's load-aware step uses it to send a request to the mode of equal quality (verified or AR,
+the same output under greedy decoding; block too for tasks where it scores as AR does) that will
+finish it sooner given each engine's queue.
 Which mode wins depends on the hardware and the load: on a 2-core CPU a canvas step at batch 8
 costs several AR steps, on a GPU the cross-over sits much higher.
 """
@@ -22,20 +23,23 @@ PROFILE_FILE = "cost_profile.json"
 class CostProfile:
     ms_per_forward: dict[str, dict[int, float]]  # "block" (also verified's drafts) / "ar" -> batch size -> ms
     canvas: int = 256  # canvas the block figures were measured on
+    block_ms_by_canvas: dict[int, dict[int, float]] = field(default_factory=dict)  # canvas -> batch -> ms per denoising step
     acceptance: float = 0.5  # verified mode: share of draft tokens accepted, measured or assumed
     machine: str = ""  # where it was measured
     extra: dict = field(default_factory=dict)
 
-    def forward_ms(self, engine: str, batch: float) -> float:
-        """Linear interpolation over the measured batch sizes, clamped at both ends."""
-        points = sorted((int(b), ms) for b, ms in self.ms_per_forward[engine].items())
-        if batch <= points[0][0]:
-            return points[0][1]
-        for (b0, m0), (b1, m1) in zip(points, points[1:]):
-            if batch <= b1:
-                return m0 + (m1 - m0) * (batch - b0) / (b1 - b0)
-        b_last, m_last = points[-1]
-        return m_last * batch / b_last  # past the last measurement: cost grows with the batch
+    def forward_ms(self, engine: str, batch: float, canvas: int | None = None) -> float:
+        """Milliseconds per model call: linear interpolation over the measured batch sizes (and, for
+        block with per-canvas measurements, over canvas sizes), clamped at the low ends."""
+        if engine == "block" and canvas and self.block_ms_by_canvas:
+            sizes = sorted(self.block_ms_by_canvas)
+            lo = max([c for c in sizes if c <= canvas], default=sizes[0])
+            hi = min([c for c in sizes if c >= canvas], default=sizes[-1])
+            at_lo, at_hi = _interpolate(self.block_ms_by_canvas[lo], batch), _interpolate(self.block_ms_by_canvas[hi], batch)
+            if hi == lo:
+                return at_lo * max(1.0, canvas / hi)  # past the largest measured canvas: cost grows with it
+            return at_lo + (at_hi - at_lo) * (canvas - lo) / (hi - lo)
+        return _interpolate(self.ms_per_forward[engine], batch)
 
     def forwards(self, mode: str, tokens: int, steps: int, canvas: int) -> float:
         """Model calls to write `tokens` in `mode`."""
@@ -50,7 +54,7 @@ class CostProfile:
         """Estimated time until a request of `tokens` finishes in `mode` behind the given queue."""
         engine = "ar" if mode == "ar" else "block"
         batch = min(capacity, running + queued + 1)
-        service = self.forwards(mode, tokens, steps, canvas) * self.forward_ms(engine, batch)
+        service = self.forwards(mode, tokens, steps, canvas) * self.forward_ms(engine, batch, canvas if engine == "block" else None)
         waiting_rounds = max(0, running + queued + 1 - capacity) / capacity  # batches ahead of it
         return service * (1 + waiting_rounds)
 
@@ -66,4 +70,18 @@ class CostProfile:
             return None
         raw = json.loads(path.read_text())
         raw["ms_per_forward"] = {e: {int(b): float(ms) for b, ms in v.items()} for e, v in raw["ms_per_forward"].items()}
+        raw["block_ms_by_canvas"] = {int(c): {int(b): float(ms) for b, ms in v.items()} for c, v in raw.get("block_ms_by_canvas", {}).items()}
         return cls(**raw)
+
+
+def _interpolate(by_batch: dict[int, float], batch: float) -> float:
+    """Linear interpolation over measured batch sizes; the smallest's cost below it, growing with
+    the batch past the largest."""
+    points = sorted((int(b), ms) for b, ms in by_batch.items())
+    if batch <= points[0][0]:
+        return points[0][1]
+    for (b0, m0), (b1, m1) in zip(points, points[1:]):
+        if batch <= b1:
+            return m0 + (m1 - m0) * (batch - b0) / (b1 - b0)
+    b_last, m_last = points[-1]
+    return m_last * batch / b_last

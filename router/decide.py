@@ -13,7 +13,9 @@ Order of the rules (each named in `Decision.rule`):
 4. `long_output`: block with a predicted length over block_max_canvases x largest canvas -> long_mode.
 5. `low_confidence`: block with confidence under the floor (the key's, else the policy's) -> safe_mode.
 6. `load`: with load_aware enabled and queue ratios given, an overloaded mode spills to the
-   first mode in spill_order under max_queue_ratio. Forced modes never move.
+   first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
+   request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
+   always; block <-> AR for equal_quality_tasks). Forced modes never move.
 7. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
 
@@ -108,8 +110,8 @@ class Router:
                         why = f"{why}; {mode} queue at {load[mode]:.2f} > {la.max_queue_ratio:.2f}, spilled to {alt}"
                         mode, rule, moved = alt, "load", True
                         break
-            if la.enabled and la.cost_aware and self.cost is not None and queues and mode in ("verified", "ar"):
-                faster = self._faster_lossless(mode, tokens, policy, task, queues)
+            if la.enabled and la.cost_aware and self.cost is not None and queues:
+                faster = self._faster_at_equal_quality(mode, tokens, policy, task, queues)
                 if faster is not None:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
@@ -125,10 +127,13 @@ class Router:
             load_aware=moved, request_id=req.request_id,
         )
 
-    def _faster_lossless(self, mode: str, tokens: int, policy, task: str, queues: dict[str, dict]):
-        """(other mode, gain, ms here, ms there) when the other lossless mode is estimated at least
-        `min_gain` times faster, else None."""
-        alt = "ar" if mode == "verified" else "verified"
+    def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, queues: dict[str, dict]):
+        """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
+        least `min_gain` times faster than `mode`, else None. Verified and AR always count as equal
+        (lossless); block joins them for the policy's equal_quality_tasks."""
+        same = {"verified", "ar"} | ({"block"} if task in policy.load_aware.equal_quality_tasks else set())
+        if mode not in same:
+            return None
         steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
 
         def estimate(m: str) -> float | None:
@@ -137,9 +142,11 @@ class Router:
                 return None
             return self.cost.finish_ms(m, max(1, tokens), steps, canvas, q.get("queued", 0), q.get("running", 0), max(1, q.get("capacity", 1)))
 
-        here, there = estimate(mode), estimate(alt)
-        if here is None or there is None or there <= 0:
+        here = estimate(mode)
+        options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]
+        if here is None or not options:
             return None
+        there, alt = min(options)
         gain = here / there
         return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
 

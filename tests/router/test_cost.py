@@ -1,5 +1,6 @@
-"""Cost-aware routing: a measured cost profile and the engines' queues move a request between the
-two lossless modes (verified, AR) when the other would finish it sooner."""
+"""Cost-aware routing: a measured cost profile and the engines' queues move a request to a mode of
+equal quality that would finish it sooner: between the lossless modes (verified, AR) always, and
+between block and AR for the tasks the policy lists as equal in quality."""
 
 from __future__ import annotations
 
@@ -23,9 +24,27 @@ def test_forward_cost_interpolates_and_grows_past_the_last_measurement():
     assert CPU.finish_ms("ar", 100, 12, 256, **BUSY) > 5 * CPU.finish_ms("ar", 100, 12, 256, **IDLE)
 
 
+# Per-canvas block costs: a 64-token canvas step is far cheaper than a 256-token one.
+BY_CANVAS = CostProfile(
+    ms_per_forward=CPU.ms_per_forward, canvas=256, acceptance=0.5,
+    block_ms_by_canvas={64: {1: 8.0, 8: 30.0}, 128: {1: 14.0, 8: 55.0}, 256: {1: 24.0, 8: 86.0}},
+)
+
+
+def test_block_cost_follows_the_canvas_when_measured_per_canvas():
+    assert BY_CANVAS.forward_ms("block", 1, canvas=64) == 8.0
+    assert BY_CANVAS.forward_ms("block", 1, canvas=96) == pytest.approx(11.0)
+    assert BY_CANVAS.forward_ms("block", 8, canvas=32) == 30.0  # below the smallest: its cost
+    assert BY_CANVAS.forward_ms("block", 1, canvas=512) == pytest.approx(48.0)  # past the largest: grows with it
+    assert BY_CANVAS.forward_ms("block", 1) == CPU.forward_ms("block", 1)  # no canvas: the full-canvas figures
+    assert BY_CANVAS.finish_ms("block", 40, 12, 64, **IDLE) < CPU.finish_ms("block", 40, 12, 64, **IDLE)
+
+
 def test_profile_round_trips_beside_a_checkpoint(tmp_path):
     CPU.save(tmp_path)
     assert CostProfile.load(tmp_path) == CPU
+    BY_CANVAS.save(tmp_path)
+    assert CostProfile.load(tmp_path) == BY_CANVAS
     assert CostProfile.load(tmp_path / "missing") is None
 
 
@@ -63,3 +82,29 @@ def test_forced_modes_and_block_never_move(router):
     assert router().decide(req(ESSAY, model="tandem-verified"), queues={"block": BUSY, "ar": IDLE}).mode == "verified"
     block_task = router().decide(req(EXTRACT), queues={"block": BUSY, "ar": IDLE})
     assert (block_task.mode, block_task.rule) == ("block", "task_default")  # block differs from AR: no lossless swap
+
+
+def test_block_and_ar_trade_places_only_for_tasks_of_equal_quality(model):
+    def make(equal: list[str]) -> Router:
+        r = Router(model=model, store=policy(load_aware={"enabled": True, "equal_quality_tasks": equal}))
+        r.cost = BY_CANVAS
+        return r
+
+    # extract defaults to block; with a busy block engine and extract listed, AR finishes it sooner
+    moved = make(["extract"]).decide(req(EXTRACT), queues={"block": BUSY, "ar": IDLE})
+    assert (moved.mode, moved.rule, moved.load_aware, moved.canvas) == ("ar", "load", True, None)
+    assert "ms in block" in moved.reason
+    # not listed: block's answers differ from AR's in quality, so it stays
+    assert make([]).decide(req(EXTRACT), queues={"block": BUSY, "ar": IDLE}).mode == "block"
+    # idle engines: a 64-token canvas beats ~40 AR steps on this profile, so block keeps it
+    assert make(["extract"]).decide(req(EXTRACT), queues={"block": IDLE, "ar": IDLE}).mode == "block"
+    # write defaults to AR; listed and with a busy AR engine it moves to block (the fastest equal mode)
+    essay = make(["write"]).decide(req(ESSAY), queues={"block": IDLE, "ar": BUSY})
+    assert essay.mode == "block" and essay.canvas is not None
+
+
+def test_equal_quality_tasks_must_be_known_task_types():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="unknown task type"):
+        policy(load_aware={"equal_quality_tasks": ["poetry"]})
