@@ -15,6 +15,7 @@ the argmax canvas, as in the library. What differs from `generate()`:
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -101,10 +102,13 @@ def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int, admit
     batch, _ = prefill(model, rows, pad_id, logits="none")
     live = list(rows)
     while True:
+        began = time.time_ns()
         canvas, steps = denoise_canvas(batch, [r.generator for r in live], params)  # (B, C), (B,)
+        ended = time.time_ns()
         for j, row in enumerate(live):
             row.stats.decoder_calls += int(steps[j])
             row.stats.steps_per_canvas.append(int(steps[j]))
+            row.stats.canvas_times_ns.append((began, ended))
         keep = retire(live, canvas.tolist())
         if keep:
             keep_t = torch.tensor(keep, device=model.device)

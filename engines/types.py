@@ -47,6 +47,9 @@ class DecodeStats:
     encoder_calls: int = 0  # prefill, canvas commits, AR steps
     decoder_calls: int = 0  # denoising steps
     steps_per_canvas: list[int] = field(default_factory=list)
+    # wall-clock (time.time_ns) start and end of each canvas (block) or draft-and-verify round
+    # (verified), shared by the rows decoded together: what the gateway's trace spans show
+    canvas_times_ns: list[tuple[int, int]] = field(default_factory=list)
     drafted: int = 0  # verified mode: draft tokens put up for verification
     accepted: int = 0  # verified mode: draft tokens that equalled the AR choice
     latency_s: float = 0.0

@@ -14,6 +14,8 @@ where rows accepted different counts, masked).
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from engines.ar import next_tokens
@@ -37,18 +39,21 @@ def decode_verified(
     live = list(rows)
     predicted = next_tokens(live, logits[:, None])[:, 0]  # (B,) AR choice for the first draft position
     while True:
+        began = time.time_ns()
         draft, steps = draft_canvas(batch, live, params)  # (B, C)
         start = batch.slots
         commit_logits = batch.encode(draft, logits="all")  # (B, C, V): AR choice after each draft token
         ar = torch.cat([predicted[:, None], next_tokens(live, commit_logits)], dim=1)  # (B, C + 1)
         agree = (draft == ar[:, :-1]).long().cumprod(-1)  # (B, C) 1 up to the first mismatch
         accepted = agree.sum(-1)  # (B,)
+        ended = time.time_ns()
         committed = []
         for j, row in enumerate(live):
             k = int(accepted[j])
             row.stats.decoder_calls += int(steps[j])
             row.stats.encoder_calls += 1
             row.stats.steps_per_canvas.append(int(steps[j]))
+            row.stats.canvas_times_ns.append((began, ended))
             row.stats.drafted += params.canvas
             row.stats.accepted += k
             committed.append(draft[j, :k].tolist() + [int(ar[j, k])])

@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 import jsonschema
+from opentelemetry import trace
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
@@ -480,15 +481,19 @@ def _engine_span(tracer, span, result: GenerationResult) -> None:
     s = result.stats
     span.set_attributes({"tokens.output": s.output_tokens, "tokens.prompt": s.prompt_tokens, "forwards": s.forwards,
                          "tokens_per_forward": s.tokens_per_forward, "finish_reason": result.finish_reason})
-    # The engine runs in another process: canvas and verify spans are recorded here from its stats,
-    # so they carry counts, not timings (propagating the trace context into replicas is the next step).
-    for i, steps in enumerate(s.steps_per_canvas):
-        with tracer.start_as_current_span("tandem.canvas", attributes={"canvas.index": i, "canvas.steps": steps}):
-            pass
+    # The engine runs in another process; it reports when each canvas (block) or draft-and-verify
+    # round (verified) ran, and those become spans with the engine's own timestamps.
+    times = s.canvas_times_ns or [(None, None)] * len(s.steps_per_canvas)
+    parent = span
     if s.drafted:
-        with tracer.start_as_current_span("tandem.verify", attributes={"drafted": s.drafted, "accepted": s.accepted,
-                                                                       "acceptance_rate": s.acceptance_rate}):
-            pass
+        parent = tracer.start_span("tandem.verify", context=trace.set_span_in_context(span), start_time=times[0][0] if times else None,
+                                   attributes={"drafted": s.drafted, "accepted": s.accepted, "acceptance_rate": s.acceptance_rate})
+    for i, (steps, (began, ended)) in enumerate(zip(s.steps_per_canvas, times)):
+        child = tracer.start_span("tandem.canvas", context=trace.set_span_in_context(parent), start_time=began,
+                                  attributes={"canvas.index": i, "canvas.steps": steps})
+        child.end(end_time=ended)
+    if parent is not span:
+        parent.end(end_time=times[-1][1] if times else None)
 
 
 def _json_check(response_format) -> Any:

@@ -8,7 +8,8 @@ the process-wide globals, so several apps in one process do not collide.
 
 Span tree: `tandem.request` -> `tandem.route` (the decision as attributes) -> `tandem.engine`
 (one per engine attempt: mode, tokens, forwards, acceptance) -> `tandem.canvas` children (one per
-canvas, steps) and `tandem.verify` (drafted, accepted) for verified mode.
+canvas, steps, timed by the engine replica), under a `tandem.verify` span (drafted, accepted) in
+verified mode.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Operators: admin auth, policy hot reload through the API, spans and metrics, the decisions stream."""
 
 import json
+from datetime import datetime
 import time
 
 import httpx
@@ -79,6 +80,15 @@ def test_spans_and_metrics_are_exported(base_url, serve_app):
     assert {s["name"] for s in tree} >= {"tandem.request", "tandem.route", "tandem.engine", "tandem.canvas", "tandem.verify"}
     route = next(s for s in tree if s["name"] == "tandem.route")
     assert route["attributes"]["decision.mode"] == "verified"
+    # engine -> verify -> one canvas per round, timed by the engine replica itself
+    engine = next(s for s in tree if s["name"] == "tandem.engine")
+    verify = next(s for s in tree if s["name"] == "tandem.verify")
+    rounds = [s for s in tree if s["name"] == "tandem.canvas"]
+    assert verify["parent_id"] == engine["context"]["span_id"]
+    assert rounds and all(c["parent_id"] == verify["context"]["span_id"] for c in rounds)
+    when = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+    for c in rounds:
+        assert when(engine["start_time"]) <= when(c["start_time"]) < when(c["end_time"]) <= when(engine["end_time"])
     names = json.dumps(metrics)
     for metric in wanted:
         assert metric in names
