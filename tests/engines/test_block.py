@@ -43,6 +43,10 @@ def test_small_canvas_is_used_and_counted(engine):
     assert len(result.stats.steps_per_canvas) == 3  # ceil(20 / 8) canvases
     assert result.stats.encoder_calls == 3  # prefill + two commits
     assert result.stats.decoder_calls == sum(result.stats.steps_per_canvas)
+    # each canvas is timed, one after another (the trace's canvas spans)
+    times = result.stats.canvas_times_ns
+    assert len(times) == 3 and all(began < ended for began, ended in times)
+    assert all(times[i][1] <= times[i + 1][0] for i in range(2))
 
 
 def test_tokens_per_forward_counts_every_call_after_prefill(engine):
