@@ -204,11 +204,17 @@ def main(args) -> int:
         sizes = sorted({64, 128, engine.config.canvas_length} & set(range(1, engine.config.canvas_length + 1)))
         by_canvas = {c: {b: statistics.median(block_step_ms(engine, prompts, args.steps, c, b) for _ in range(3)) for b in (1, 8)} for c in sizes}
         print("block ms per step by canvas and batch: " + ", ".join(f"{c}: {v[1]:.1f} / {v[8]:.1f}" for c, v in by_canvas.items()))
+        by_task = {}
+        if args.acceptance_from:  # verified acceptance per task family, as `tandem eval model --json` measured it
+            evaluated = [r for r in json.loads(Path(args.acceptance_from).read_text()) if r["mode"] == "verified" and r.get("acceptance_rate") is not None]
+            by_task = {r["family"]: round(r["acceptance_rate"], 4) for r in evaluated}
+            verified = verified or list(by_task.values())
         profile = CostProfile(
             ms_per_forward={e: {b: by[(e, b)]["ms_per_forward"] for b in (1, 8)} for e in ("block", "ar")},
             canvas=engine.config.canvas_length,
             block_ms_by_canvas=by_canvas,
             acceptance=sum(verified) / len(verified) if verified else 0.5,
+            acceptance_by_task=by_task,
             machine=f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         )
         print(f"wrote {profile.save(engine.path)}")

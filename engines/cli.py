@@ -36,6 +36,7 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--modes", default="reference,block,ar,verified", help="comma-separated subset to run (reference and ar are needed)")
     p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")
+    p.add_argument("--acceptance-from", default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
     p.set_defaults(func=_lazy("engines.bench"))
 
     p = commands.add_parser("eval", help="evaluate a checkpoint")

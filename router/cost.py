@@ -25,6 +25,7 @@ class CostProfile:
     canvas: int = 256  # canvas the block figures were measured on
     block_ms_by_canvas: dict[int, dict[int, float]] = field(default_factory=dict)  # canvas -> batch -> ms per denoising step
     acceptance: float = 0.5  # verified mode: share of draft tokens accepted, measured or assumed
+    acceptance_by_task: dict[str, float] = field(default_factory=dict)  # per task type, from `tandem eval model`
     machine: str = ""  # where it was measured
     extra: dict = field(default_factory=dict)
 
@@ -41,20 +42,23 @@ class CostProfile:
             return at_lo + (at_hi - at_lo) * (canvas - lo) / (hi - lo)
         return _interpolate(self.ms_per_forward[engine], batch)
 
-    def forwards(self, mode: str, tokens: int, steps: int, canvas: int) -> float:
-        """Model calls to write `tokens` in `mode`."""
+    def forwards(self, mode: str, tokens: int, steps: int, canvas: int, task: str | None = None) -> float:
+        """Model calls to write `tokens` in `mode` (verified: at the task's measured acceptance)."""
         if mode == "ar":
             return tokens
         if mode == "block":
             return math.ceil(tokens / canvas) * (steps + 1)
-        per_round = max(1.0, self.acceptance * canvas + 1)  # verified: accepted prefix + the AR token
+        acceptance = self.acceptance_by_task.get(task, self.acceptance) if task else self.acceptance
+        per_round = max(1.0, acceptance * canvas + 1)  # verified: accepted prefix + the AR token
         return math.ceil(tokens / per_round) * (steps + 2)
 
-    def finish_ms(self, mode: str, tokens: int, steps: int, canvas: int, queued: int, running: int, capacity: int) -> float:
+    def finish_ms(
+        self, mode: str, tokens: int, steps: int, canvas: int, queued: int, running: int, capacity: int, task: str | None = None
+    ) -> float:
         """Estimated time until a request of `tokens` finishes in `mode` behind the given queue."""
         engine = "ar" if mode == "ar" else "block"
         batch = min(capacity, running + queued + 1)
-        service = self.forwards(mode, tokens, steps, canvas) * self.forward_ms(engine, batch, canvas if engine == "block" else None)
+        service = self.forwards(mode, tokens, steps, canvas, task) * self.forward_ms(engine, batch, canvas if engine == "block" else None)
         waiting_rounds = max(0, running + queued + 1 - capacity) / capacity  # batches ahead of it
         return service * (1 + waiting_rounds)
 

@@ -140,7 +140,7 @@ class Router:
             q = queues.get("ar" if m == "ar" else "block")
             if not q:
                 return None
-            return self.cost.finish_ms(m, max(1, tokens), steps, canvas, q.get("queued", 0), q.get("running", 0), max(1, q.get("capacity", 1)))
+            return self.cost.finish_ms(m, max(1, tokens), steps, canvas, q.get("queued", 0), q.get("running", 0), max(1, q.get("capacity", 1)), task)
 
         here = estimate(mode)
         options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]

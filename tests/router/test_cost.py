@@ -108,3 +108,15 @@ def test_equal_quality_tasks_must_be_known_task_types():
 
     with pytest.raises(ValidationError, match="unknown task type"):
         policy(load_aware={"equal_quality_tasks": ["poetry"]})
+
+
+def test_verified_cost_uses_the_tasks_measured_acceptance(model):
+    def make(**profile) -> Router:
+        modes = default_policy().content()["task_modes"] | {"write": "verified"}
+        r = Router(model=model, store=policy(task_modes=modes, load_aware={"enabled": True}))
+        r.cost = CostProfile(ms_per_forward=CPU.ms_per_forward, canvas=256, **profile)
+        return r
+
+    # drafts that are rarely accepted make verified far slower than AR; well-accepted ones do not
+    assert make(acceptance=0.01).decide(req(ESSAY), queues={"block": IDLE, "ar": IDLE}).mode == "ar"
+    assert make(acceptance=0.01, acceptance_by_task={"write": 0.9}).decide(req(ESSAY), queues={"block": IDLE, "ar": IDLE}).mode == "verified"
