@@ -112,7 +112,10 @@ class Gateway:
         self.timeout_s = request_timeout_s
         self.max_body_bytes = max_body_bytes
         self.loads: dict[str, float] = {}  # engine -> queue fill (queued / max_queue)
-        self.queues: dict[str, dict] = {}  # engine -> queued, running, capacity (cost-aware routing)
+        self.queues: dict[str, dict] = {}  # engine -> queued, running, capacity, as last polled (cost-aware routing)
+        # Requests this gateway has at each engine now. The poll is up to 0.5 s old; a burst of
+        # requests routed inside that window would all see the same idle engine without this.
+        self.in_flight: dict[str, int] = {"block": 0, "ar": 0}
         self.canvas_limit: int | None = None  # the checkpoint's canvas_length, read from an engine once
         self._load_task: asyncio.Task | None = None
         self._background: set[asyncio.Task] = set()
@@ -246,6 +249,16 @@ class Gateway:
         if self._load_task is None or self._load_task.done():
             self._load_task = asyncio.ensure_future(self._poll_loads())
 
+    def _queue_view(self) -> dict[str, dict]:
+        """Each engine's occupancy for cost-aware routing: the polled view, or this gateway's own
+        in-flight count when that is higher (it is current; the poll may be half a second old)."""
+        view = {}
+        for name, q in self.queues.items():
+            total = max(q["queued"] + q["running"], self.in_flight.get(name, 0))
+            running = min(total, q["capacity"])
+            view[name] = {"queued": total - running, "running": running, "capacity": q["capacity"]}
+        return view
+
     async def _canvas_limit(self) -> int | None:
         if self.canvas_limit is None:
             try:
@@ -295,7 +308,7 @@ class Gateway:
                         tools=getattr(req, "tools", None), stop=req.stop, headers=dict(http.headers), api_key=api_key, request_id=rid,
                     )
                     decision = self.router.decide(
-                        route, load={m: self.loads.get(ENGINE_OF_MODE[m], 0.0) for m in ENGINE_OF_MODE}, queues=self.queues
+                        route, load={m: self.loads.get(ENGINE_OF_MODE[m], 0.0) for m in ENGINE_OF_MODE}, queues=self._queue_view()
                     )
                 except RouterError as exc:
                     self.stats.error(exc.status)
@@ -343,12 +356,16 @@ class Gateway:
         for attempt in range(2):
             request = gen if attempt == 0 else dataclasses.replace(gen, mode=mode)
             with self.telemetry.tracer.start_as_current_span("tandem.engine", attributes={"mode": mode, "attempt": attempt}) as span:
+                engine = ENGINE_OF_MODE[mode]
+                self.in_flight[engine] += 1
                 try:
-                    out = await asyncio.wait_for(self.engines[ENGINE_OF_MODE[mode]].generate.remote(request), timeout=self.timeout_s)
+                    out = await asyncio.wait_for(self.engines[engine].generate.remote(request), timeout=self.timeout_s)
                 except asyncio.TimeoutError:
                     out = EngineFailure(503, "engine_timeout", "server_error", f"the {mode} engine did not answer in {self.timeout_s:.0f} s")
                 except Exception as exc:  # replica died, actor unavailable, ...
                     out = EngineFailure(503, "engine_unavailable", "server_error", f"the {mode} engine failed: {type(exc).__name__}")
+                finally:
+                    self.in_flight[engine] -= 1
                 if isinstance(out, GenerationResult):
                     _engine_span(self.telemetry.tracer, span, out)
                     return out, mode, attempt > 0
@@ -393,9 +410,11 @@ class Gateway:
         stream, first, mode, degraded = opened
         created = int(time.time())
         chunk = (lambda **kw: chat_chunk(rid, req.model, created, **kw)) if chat else None
-        if chat:
-            yield chunk(delta={"role": "assistant", "content": ""})
+        engine = ENGINE_OF_MODE[mode]
+        self.in_flight[engine] += 1
         try:
+            if chat:
+                yield chunk(delta={"role": "assistant", "content": ""})
             item = first
             while item is not None:
                 if isinstance(item, str):
@@ -421,6 +440,7 @@ class Gateway:
             self.stats.error(503)
             yield sse(ApiError(503, f"the {mode} engine failed mid-stream: {type(exc).__name__}", type="server_error", code="engine_unavailable").body())
         finally:
+            self.in_flight[engine] -= 1
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
         yield DONE
 

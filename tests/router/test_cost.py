@@ -120,3 +120,16 @@ def test_verified_cost_uses_the_tasks_measured_acceptance(model):
     # drafts that are rarely accepted make verified far slower than AR; well-accepted ones do not
     assert make(acceptance=0.01).decide(req(ESSAY), queues={"block": IDLE, "ar": IDLE}).mode == "ar"
     assert make(acceptance=0.01, acceptance_by_task={"write": 0.9}).decide(req(ESSAY), queues={"block": IDLE, "ar": IDLE}).mode == "verified"
+
+
+def test_the_gateways_queue_view_counts_its_own_requests_in_flight():
+    """The engines' load is polled every 0.5 s; requests the gateway dispatched since count at once,
+    so a burst does not all land on the engine that looked idle at the last poll."""
+    from router.gateway import Gateway
+
+    gw = Gateway(None, None)
+    gw.queues = {"ar": {"queued": 0, "running": 0, "capacity": 8}, "block": {"queued": 1, "running": 8, "capacity": 8}}
+    gw.in_flight = {"ar": 11, "block": 2}
+    view = gw._queue_view()
+    assert view["ar"] == {"queued": 3, "running": 8, "capacity": 8}  # 11 dispatched: 8 running, 3 waiting
+    assert view["block"] == {"queued": 1, "running": 8, "capacity": 8}  # the poll saw more than we sent
