@@ -250,6 +250,14 @@ def markdown_tables(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def equal_quality_tasks(records: list[dict], steps: int = 12, canvas: str = "right", tolerance: float = 0.01) -> list[str]:
+    """Families whose block answers (at `steps`, on `canvas` canvases) score within `tolerance` of
+    AR's exact match: the policy's `load_aware.equal_quality_tasks` for this checkpoint."""
+    ar = {r["family"]: r["exact_match"] for r in records if r["mode"] == "ar"}
+    block = {r["family"]: r["exact_match"] for r in records if r["mode"] == "block" and r["steps"] == steps and r["canvas"] == canvas}
+    return [f for f in FAMILIES if f in ar and f in block and block[f] >= ar[f] - tolerance]
+
+
 def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -307,6 +315,8 @@ def main(args) -> int:
     print(markdown_tables(result.records))
     print()
     print(f"verified == AR (greedy): {result.mismatches} mismatches in {result.items} items")
+    if any(r["mode"] == "block" and r["steps"] == 12 for r in result.records):
+        print(f"block (12 steps, right-sized canvas) within 1 point of AR on: {equal_quality_tasks(result.records)} (policy load_aware.equal_quality_tasks)")
     print(f"decoding took {result.seconds:.0f}s ({torch.get_num_threads()} torch threads)")
     if args.json:
         Path(args.json).write_text(json.dumps(result.records, indent=2))

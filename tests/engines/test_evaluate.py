@@ -85,6 +85,16 @@ def test_tables_have_one_row_per_setting():
     assert "1.00 / 1.00" in table  # long families: exact / family score
 
 
+def test_equal_quality_tasks_are_those_where_block_matches_ar():
+    items = generate_suite(2, families=("classify", "extract", "code"))
+    wrong = {"extract", "code"}  # block gets these wrong, AR gets everything right
+    records = aggregate(Setting("ar"), [outcome(i, i.answer) for i in items])
+    records += aggregate(Setting("block", 12, "right"), [outcome(i, "nope" if i.family in wrong else i.answer) for i in items])
+    records += aggregate(Setting("block", 4, "right"), [outcome(i, i.answer) for i in items])  # other settings do not count
+    assert evaluate.equal_quality_tasks(records) == ["classify"]
+    assert evaluate.equal_quality_tasks(records, steps=4) == ["extract", "classify", "code"]
+
+
 def test_cli_end_to_end_on_the_tiny_checkpoint(tiny_checkpoint, tmp_path, capsys, monkeypatch):
     # A random model accepts almost no draft token, so each verified token costs a whole draft:
     # 2 draft steps instead of 12 keep the test fast (verified == AR holds for any step count).
