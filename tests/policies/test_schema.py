@@ -19,12 +19,16 @@ def test_shipped_default_policy_is_valid_and_matches_the_schema_defaults():
     p = default_policy()
     assert p.canvas_sizes == [64, 128, 256]
     assert p.steps == 12
-    assert p.task_modes == DEFAULT_TASK_MODES
     assert set(p.task_modes) == set(TASKS)
+    # measured on the shipped checkpoint: block only where its answers match AR's
+    assert p.load_aware.equal_quality_tasks == ["classify", "code"]
+    assert {t for t, m in p.task_modes.items() if m == "block"} == {"classify", "code", "rewrite", "short_qa"}
     assert p.load_aware.enabled is True and p.load_aware.cost_aware is True
     assert p.forcing.model_aliases["tandem"] == "auto"
-    # the YAML spells out the schema's defaults except where it says otherwise
-    assert p.model_copy(update={"shadow_verify_rate": 0.0, "description": ""}) == Policy()
+    # otherwise the YAML spells out the schema's defaults
+    product = p.model_copy(update={"shadow_verify_rate": 0.0, "description": "", "task_modes": dict(DEFAULT_TASK_MODES),
+                                   "load_aware": p.load_aware.model_copy(update={"equal_quality_tasks": []})})
+    assert product == Policy()
 
 
 def test_canvas_for_takes_the_smallest_canvas_that_holds_the_length():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from router.cost import CostProfile
-from policies.stores import default_policy
+from policies.schema import DEFAULT_TASK_MODES
 from router import Router
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
@@ -51,7 +51,7 @@ def test_profile_round_trips_beside_a_checkpoint(tmp_path):
 @pytest.fixture
 def router(model):
     def make(**load_aware) -> Router:
-        modes = default_policy().content()["task_modes"] | {"write": "verified"}
+        modes = dict(DEFAULT_TASK_MODES) | {"write": "verified"}
         r = Router(model=model, store=policy(task_modes=modes, load_aware={"enabled": True, **load_aware}))
         r.cost = CPU
         return r
@@ -112,7 +112,7 @@ def test_equal_quality_tasks_must_be_known_task_types():
 
 def test_verified_cost_uses_the_tasks_measured_acceptance(model):
     def make(**profile) -> Router:
-        modes = default_policy().content()["task_modes"] | {"write": "verified"}
+        modes = dict(DEFAULT_TASK_MODES) | {"write": "verified"}
         r = Router(model=model, store=policy(task_modes=modes, load_aware={"enabled": True}))
         r.cost = CostProfile(ms_per_forward=CPU.ms_per_forward, canvas=256, **profile)
         return r

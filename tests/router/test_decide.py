@@ -8,6 +8,7 @@ import hashlib
 import pytest
 
 from policies import Policy
+from policies.schema import DEFAULT_TASK_MODES
 from policies.stores import MemoryStore, default_policy
 from router import Decision, RouteRequest, Router, RouterError
 
@@ -17,7 +18,9 @@ SUM = "Add these numbers step by step, writing the running total on each line: "
 
 
 def policy(**changes) -> Policy:
-    return Policy.model_validate({**default_policy().content(), **changes})
+    """The shipped policy with the product's default task modes (short structured jobs on block),
+    so these tests do not depend on what the shipped checkpoint's measurements put in the YAML."""
+    return Policy.model_validate({**default_policy().content(), "task_modes": dict(DEFAULT_TASK_MODES), **changes})
 
 
 def req(prompt=EXTRACT, **kw) -> RouteRequest:
@@ -158,7 +161,7 @@ def test_load_aware_routing_can_be_switched_off_and_spills_when_on(route):
 
 
 def test_a_new_policy_version_applies_to_the_next_request(model):
-    store = MemoryStore()
+    store = MemoryStore(policy())
     r = Router(model=model, store=store)
     assert r.decide(req()).mode == "block"
     p = store.current()

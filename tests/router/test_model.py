@@ -12,11 +12,13 @@ import pytest
 from router.features import FEATURE_VERSION, features_of
 from router.model import DEFAULT_MODEL_PATH, TRUSTED_TYPES, ModelError, load_model
 from router.train import evaluate
+from tests.router.test_decide import policy
 
 
 @pytest.fixture(scope="module")
 def report(model, held_out):
-    return evaluate(model, held_out)
+    # the data's mode labels follow the product's default task modes, not the shipped checkpoint's
+    return evaluate(model, held_out, policy=policy())
 
 
 def test_task_accuracy_on_held_out_split_is_at_least_95_percent(report):
