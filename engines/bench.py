@@ -21,6 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from engines.batch import SequenceBatch, left_pad
 from engines.engine import DiffusionEngine
+from engines.errors import InvalidRequestError
 from engines.types import GenerationRequest
 
 SHIPPED = Path(__file__).parent / "checkpoints" / "tandem-tiny"
@@ -150,7 +151,20 @@ def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
     ]
 
 
+def acceptance_by_task(path: str) -> dict[str, float]:
+    """Verified acceptance per task family from `tandem eval model --json` output."""
+    try:
+        records = json.loads(Path(path).read_text())
+        found = {r["family"]: round(float(r["acceptance_rate"]), 4) for r in records if r["mode"] == "verified" and r.get("acceptance_rate") is not None}
+        if not found:
+            raise ValueError("no verified-mode records with an acceptance_rate")
+        return found
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidRequestError(f"{path} is not `tandem eval model --json` output ({type(exc).__name__}: {exc})", param="acceptance_from") from None
+
+
 def main(args) -> int:
+    by_task = acceptance_by_task(args.acceptance_from) if args.acceptance_from else {}  # before minutes of measuring
     if args.threads:
         torch.set_num_threads(args.threads)
     engine, source = load_engine(args.checkpoint)
@@ -204,11 +218,7 @@ def main(args) -> int:
         sizes = sorted({64, 128, engine.config.canvas_length} & set(range(1, engine.config.canvas_length + 1)))
         by_canvas = {c: {b: statistics.median(block_step_ms(engine, prompts, args.steps, c, b) for _ in range(3)) for b in (1, 8)} for c in sizes}
         print("block ms per step by canvas and batch: " + ", ".join(f"{c}: {v[1]:.1f} / {v[8]:.1f}" for c, v in by_canvas.items()))
-        by_task = {}
-        if args.acceptance_from:  # verified acceptance per task family, as `tandem eval model --json` measured it
-            evaluated = [r for r in json.loads(Path(args.acceptance_from).read_text()) if r["mode"] == "verified" and r.get("acceptance_rate") is not None]
-            by_task = {r["family"]: round(r["acceptance_rate"], 4) for r in evaluated}
-            verified = verified or list(by_task.values())
+        verified = verified or list(by_task.values())
         profile = CostProfile(
             ms_per_forward={e: {b: by[(e, b)]["ms_per_forward"] for b in (1, 8)} for e in ("block", "ar")},
             canvas=engine.config.canvas_length,

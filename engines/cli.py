@@ -6,6 +6,30 @@ from __future__ import annotations
 import argparse
 
 
+def _bounded(kind, low: float, high: float = float("inf"), low_open: bool = False):
+    """An argparse type: `kind` within [low, high] ((low, high] with low_open), or a clear usage error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value < low or (low_open and value == low) or value > high:
+            left = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"must be in {left}{low:g}, {high:g}], got {text}")
+        return value
+
+    return parse
+
+
+def _existing_file(text: str) -> str:
+    from pathlib import Path
+
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    return text
+
+
 def _lazy(module: str, func: str = "main"):
     def run(args: argparse.Namespace) -> int:
         mod = __import__(module, fromlist=[func])
@@ -18,12 +42,12 @@ def register(commands, bench_commands) -> None:
     p = commands.add_parser("train", help="train the embedded tiny DiffusionGemma on the task suite (or fine-tune one)")
     p.add_argument("--out", default="runs/tandem-tiny", help="run directory: checkpoint, train_state.pt, train_log.jsonl")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    p.add_argument("--minutes", type=float, default=90.0, help="wall-clock budget, counted across resumes")
-    p.add_argument("--steps", type=int, default=None, help="step budget (default: the --minutes budget alone bounds the run and the lr decay)")
+    p.add_argument("--minutes", type=_bounded(float, 0, low_open=True), default=90.0, help="wall-clock budget, counted across resumes")
+    p.add_argument("--steps", type=_bounded(int, 1), default=None, help="step budget (default: the --minutes budget alone bounds the run and the lr decay)")
     p.add_argument("--init", default=None, help="start from this checkpoint directory instead of from scratch")
-    p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
-    p.add_argument("--warmup", type=int, default=100, help="linear warm-up steps")
-    p.add_argument("--decay-frac", type=float, default=0.15, help="final share of the run (steps, or minutes without --steps) with linear lr decay to 10%%")
+    p.add_argument("--lr", type=_bounded(float, 0, 1, low_open=True), default=2e-3, help="peak learning rate")
+    p.add_argument("--warmup", type=_bounded(int, 0), default=100, help="linear warm-up steps")
+    p.add_argument("--decay-frac", type=_bounded(float, 0, 1, low_open=True), default=0.15, help="final share of the run (steps, or minutes without --steps) with linear lr decay to 10%%")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_lazy("engines.train"))
@@ -36,7 +60,7 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--modes", default="reference,block,ar,verified", help="comma-separated subset to run (reference and ar are needed)")
     p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")
-    p.add_argument("--acceptance-from", default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
+    p.add_argument("--acceptance-from", type=_existing_file, default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
     p.set_defaults(func=_lazy("engines.bench"))
 
     p = commands.add_parser("eval", help="evaluate a checkpoint")

@@ -25,6 +25,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -160,6 +161,19 @@ def register_store(name: str) -> Callable[[type[PolicyStore]], type[PolicyStore]
         return cls
 
     return deco
+
+
+_URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]*@")
+
+
+def redact(value: Any) -> Any:
+    """`value` (a string, or a dict of them, nested) with URL credentials masked
+    (redis://:password@host -> redis://***@host): what the admin API and `tandem doctor` show."""
+    if isinstance(value, str):
+        return _URL_CREDENTIALS.sub(r"\1***@", value)
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    return value
 
 
 def store_kind(source: str) -> str:

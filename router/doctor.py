@@ -97,10 +97,10 @@ def check_router_model(path: str | None) -> Check:
 
 
 def check_policy(source: str | None, prefix: str) -> Check:
-    from policies.stores import DEFAULT_POLICY_PATH, SOURCE_ENV, load_store, store_kind
+    from policies.stores import DEFAULT_POLICY_PATH, SOURCE_ENV, load_store, redact, store_kind
 
     source = source or os.environ.get(SOURCE_ENV) or str(DEFAULT_POLICY_PATH)
-    shown = _mask(source)
+    shown = redact(source)
     try:
         kind = store_kind(source)
         if kind == "redis":
@@ -115,7 +115,7 @@ def check_policy(source: str | None, prefix: str) -> Check:
     except Exception as exc:
         fix = ("start Redis there (redis-server --port N) or pass --policy-source with a reachable redis:// URL or a YAML file"
                if source.startswith(("redis://", "rediss://", "unix://")) else "fix the file: tandem policy validate FILE")
-        return Check("policy source", False, f"{shown}: {type(exc).__name__}: {_mask(str(exc))}", fix)
+        return Check("policy source", False, f"{shown}: {type(exc).__name__}: {redact(str(exc))}", fix)
     return Check("policy source", True, f"{shown} ({kind}), policy version {policy.version}")
 
 
@@ -137,12 +137,6 @@ def check_port(port: int, host: str = "0.0.0.0") -> Check:
             return Check(f"port {port}", False, f"in use ({exc.strerror})",
                          f"stop what listens there (ss -ltnp 'sport = :{port}') or set http_options.port in the serve config")
     return Check(f"port {port}", True, "free")
-
-
-def _mask(text: str) -> str:
-    import re
-
-    return re.sub(r"(\w+://)[^/@\s]*@", r"\1***@", text)
 
 
 def run_checks(args) -> list[Check]:

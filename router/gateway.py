@@ -21,18 +21,18 @@ import hmac
 import json
 import logging
 import os
-import re
 import time
 from typing import Any
 
 import jsonschema
-from opentelemetry import trace
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from opentelemetry import trace
 from pydantic import ValidationError
 
 from engines.deployment import EngineFailure, rss_mb
 from engines.types import GenerationRequest, GenerationResult
+from policies.stores import redact
 from router.openai_api import (
     DEFAULT_MAX_TOKENS,
     DONE,
@@ -175,7 +175,7 @@ class Gateway:
 
     async def admin_policy(self, request: Request):
         self._admin(request)
-        return {"policy": self.router.policy.model_dump(mode="json"), "store": _redact(self.router.store.status())}
+        return {"policy": self.router.policy.model_dump(mode="json"), "store": redact(self.router.store.status())}
 
     async def admin_validate(self, request: Request):
         self._admin(request)
@@ -538,18 +538,6 @@ def _json_check(response_format) -> Any:
     return ok
 
 
-_URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]*@")
-
-
-def _redact(value):
-    """`value` with URL credentials (redis://:password@host) masked: admin responses echo no secrets."""
-    if isinstance(value, str):
-        return _URL_CREDENTIALS.sub(r"\1***@", value)
-    if isinstance(value, dict):
-        return {k: _redact(v) for k, v in value.items()}
-    return value
-
-
 class _policy_errors:
     """Turn policy store errors into OpenAI-style API errors with their status."""
 
@@ -563,7 +551,7 @@ class _policy_errors:
             return False
         if isinstance(exc, PolicyValidationError):
             raise ApiError(400, exc.message, code=exc.code, param="policy", headers={}) from None
-        raise ApiError(exc.status, _redact(exc.message), type="invalid_request_error" if exc.status < 500 else "server_error", code=exc.code) from None
+        raise ApiError(exc.status, redact(exc.message), type="invalid_request_error" if exc.status < 500 else "server_error", code=exc.code) from None
 
 
 # ---- routes: thin functions over the replica's Gateway ---------------------------------------------

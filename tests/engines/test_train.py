@@ -166,3 +166,12 @@ def test_evaluate_runs_both_modes(tokenizer):
     assert all(0.0 <= v <= 1.0 for fams in result.values() for v in fams.values())
     prompt, answer = encode_item(tokenizer, items[0])
     assert prompt[0] == tokenizer.bos_token_id and answer[-1] == tokenizer.eos_token_id
+
+
+@pytest.mark.parametrize("flag,value", [("--decay-frac", "0"), ("--decay-frac", "1.5"), ("--lr", "-1"), ("--warmup", "-3"), ("--minutes", "x"), ("--steps", "0")])
+def test_train_refuses_bad_schedule_flags_before_training(flag, value, capsys):
+    from router.cli import main as tandem
+
+    with pytest.raises(SystemExit) as exc:
+        tandem(["train", "--out", "unused", flag, value])
+    assert exc.value.code == 2 and flag in capsys.readouterr().err

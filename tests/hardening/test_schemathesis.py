@@ -39,7 +39,8 @@ def api_schema(app_url):
         assert doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["messages" if "chat" in path else "prompt"]
     schema = schemathesis.openapi.from_dict(bounded(doc))
     schema.config.update(base_url=app_url)
-    return schema
+    yield schema
+    print(f"\nschemathesis: statuses {dict(sorted(STATUSES.items()))}")
 
 
 def operations() -> list[tuple[str, str]]:
@@ -67,7 +68,3 @@ def test_no_route_answers_a_server_error(api_schema, method, path):
             assert error["message"] and error["type"]
 
     check()
-
-
-def test_report(api_schema):
-    print(f"\nschemathesis: statuses {dict(sorted(STATUSES.items()))}")

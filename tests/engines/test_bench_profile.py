@@ -1,0 +1,37 @@
+"""`tandem bench engines --write-profile --acceptance-from`: per-task verified acceptance comes from
+`tandem eval model --json` output, and anything else is refused before minutes of measuring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engines.bench import acceptance_by_task
+from engines.errors import InvalidRequestError
+from router.cli import main as tandem
+
+
+def test_acceptance_per_task_from_eval_records(tmp_path):
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps([
+        {"family": "code", "mode": "verified", "acceptance_rate": 0.98},
+        {"family": "reason", "mode": "verified", "acceptance_rate": 0.005},
+        {"family": "code", "mode": "ar", "acceptance_rate": None},
+    ]))
+    assert acceptance_by_task(str(path)) == {"code": 0.98, "reason": 0.005}
+
+
+@pytest.mark.parametrize("content", ["nope", "[]", '[{"mode": 3}]', '{"family": "code"}'])
+def test_anything_else_is_a_clear_error(tmp_path, content):
+    path = tmp_path / "eval.json"
+    path.write_text(content)
+    with pytest.raises(InvalidRequestError, match="is not `tandem eval model --json` output"):
+        acceptance_by_task(str(path))
+    assert tandem(["bench", "engines", "--acceptance-from", str(path)]) == 2  # refused before measuring
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        tandem(["bench", "engines", "--acceptance-from", str(tmp_path / "missing.json")])
+    assert exc.value.code == 2 and "no such file" in capsys.readouterr().err
