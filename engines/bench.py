@@ -115,6 +115,22 @@ def block_step_ms(engine: DiffusionEngine, prompts: list[list[int]], steps: int,
     return elapsed * 1000 / max(1, max(r.stats.forwards - 1 for r in results))
 
 
+def block_steps_by_task(engine: DiffusionEngine, steps: int, n: int = 4, canvas_sizes: tuple[int, ...] = (64, 128, 256)) -> dict[str, float]:
+    """Mean denoising steps a canvas takes per task family (the model stops early once its canvas is
+    stable and confident: 2-3 steps on a one-line label, all of them on long free text), on `n` of
+    the task suite's test items per family, each on the smallest canvas that holds its answer."""
+    from engines.tasks import generate_suite
+
+    sizes = [c for c in canvas_sizes if c <= engine.config.canvas_length] or [engine.config.canvas_length]
+    per_family: dict[str, list[int]] = {}
+    for i, item in enumerate(generate_suite(n, split="test", seed=1)):
+        tokens = item.count_tokens(engine.tokenizer) + 1
+        canvas = next((c for c in sizes if c >= tokens), sizes[-1])
+        req = GenerationRequest(messages=item.messages, mode="block", seed=i, canvas=canvas, max_new_tokens=canvas, max_denoising_steps=steps)
+        per_family.setdefault(item.family, []).extend(engine.generate(req).stats.steps_per_canvas)
+    return {family: round(statistics.mean(counts), 2) for family, counts in per_family.items()}
+
+
 def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
     """Run every mode on every chunk of `batch` prompts, interleaved so that machine noise hits all
     modes alike. Returns one record per mode."""
@@ -218,6 +234,8 @@ def main(args) -> int:
         sizes = sorted({64, 128, engine.config.canvas_length} & set(range(1, engine.config.canvas_length + 1)))
         by_canvas = {c: {b: statistics.median(block_step_ms(engine, prompts, args.steps, c, b) for _ in range(3)) for b in (1, 8)} for c in sizes}
         print("block ms per step by canvas and batch: " + ", ".join(f"{c}: {v[1]:.1f} / {v[8]:.1f}" for c, v in by_canvas.items()))
+        steps_by_task = block_steps_by_task(engine, args.steps)
+        print("block steps per canvas by task: " + ", ".join(f"{t} {s:.1f}" for t, s in steps_by_task.items()))
         verified = verified or list(by_task.values())
         profile = CostProfile(
             ms_per_forward={e: {b: by[(e, b)]["ms_per_forward"] for b in (1, 8)} for e in ("block", "ar")},
@@ -225,6 +243,8 @@ def main(args) -> int:
             block_ms_by_canvas=by_canvas,
             acceptance=sum(verified) / len(verified) if verified else 0.5,
             acceptance_by_task=by_task,
+            block_steps_by_task=steps_by_task,
+            steps=args.steps,
             machine=f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         )
         print(f"wrote {profile.save(engine.path)}")

@@ -59,7 +59,7 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
     from engines.tasks import score
 
     sem = asyncio.Semaphore(concurrency)
-    latencies, outputs, modes, errors = [], [None] * len(items), [], 0
+    latencies, outputs, modes, errors = [], [None] * len(items), [None] * len(items), 0
 
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
 
@@ -74,14 +74,21 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
                     return
                 body = r.json()
                 outputs[i] = (body["choices"][0]["message"]["content"], body["usage"]["completion_tokens"])
-                modes.append(body["tandem"]["mode"])
+                modes[i] = body["tandem"]["mode"]
 
         t0 = time.perf_counter()
         await asyncio.gather(*(one(i, item) for i, item in enumerate(items)))
         elapsed = time.perf_counter() - t0
-    scores = [score(item, out[0]) for item, out in zip(items, outputs) if out is not None]
+    scores = [score(item, out[0]) if out is not None else None for item, out in zip(items, outputs)]
     tokens = sum(out[1] for out in outputs if out is not None)
     latencies.sort()
+    by_family: dict[str, dict] = {}
+    for item, s, mode in zip(items, scores, modes):
+        f = by_family.setdefault(item.family, {"n": 0, "exact": 0, "modes": {}})
+        f["n"] += 1
+        f["exact"] += bool(s and s.exact)
+        if mode:
+            f["modes"][mode] = f["modes"].get(mode, 0) + 1
     return {
         "requests": len(items),
         "errors": errors,
@@ -89,9 +96,10 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
         "output_tokens_per_s": tokens / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] * 1000,
-        "exact_match": sum(s.exact for s in scores) / len(items),
-        "family_score": sum(s.family_score for s in scores) / len(items),
-        "modes": {m: modes.count(m) for m in sorted(set(modes))},
+        "exact_match": sum(s.exact for s in scores if s) / len(items),
+        "family_score": sum(s.family_score for s in scores if s) / len(items),
+        "modes": {m: modes.count(m) for m in sorted(set(modes) - {None})},
+        "by_family": by_family,
     }
 
 

@@ -26,6 +26,10 @@ class CostProfile:
     block_ms_by_canvas: dict[int, dict[int, float]] = field(default_factory=dict)  # canvas -> batch -> ms per denoising step
     acceptance: float = 0.5  # verified mode: share of draft tokens accepted, measured or assumed
     acceptance_by_task: dict[str, float] = field(default_factory=dict)  # per task type, from `tandem eval model`
+    # Mean denoising steps a canvas takes per task type (the model stops once its canvas is stable and
+    # confident), measured at `steps` max steps on the task suite; absent tasks pay the policy's steps.
+    block_steps_by_task: dict[str, float] = field(default_factory=dict)
+    steps: int = 12  # the max denoising steps block_steps_by_task was measured at
     machine: str = ""  # where it was measured
     extra: dict = field(default_factory=dict)
 
@@ -42,21 +46,45 @@ class CostProfile:
             return at_lo + (at_hi - at_lo) * (canvas - lo) / (hi - lo)
         return _interpolate(self.ms_per_forward[engine], batch)
 
+    def canvas_steps(self, steps: int, task: str | None = None) -> float:
+        """Denoising steps one canvas is expected to take under a budget of `steps`: the task's
+        measured mean (scaled when the budget differs from the one measured at), at most `steps`."""
+        measured = self.block_steps_by_task.get(task) if task else None
+        if measured is None:
+            return steps
+        return min(steps, measured * (steps / self.steps if steps > self.steps else 1.0))
+
     def forwards(self, mode: str, tokens: int, steps: int, canvas: int, task: str | None = None) -> float:
-        """Model calls to write `tokens` in `mode` (verified: at the task's measured acceptance)."""
+        """Model calls to write `tokens` in `mode`: one per token in AR; per canvas its expected
+        denoising steps and a commit; verified adds the verify pass and needs more rounds the less of
+        a draft the task's measured acceptance keeps."""
         if mode == "ar":
             return tokens
+        denoise = self.canvas_steps(steps, task)
         if mode == "block":
-            return math.ceil(tokens / canvas) * (steps + 1)
+            return math.ceil(tokens / canvas) * (denoise + 1)
         acceptance = self.acceptance_by_task.get(task, self.acceptance) if task else self.acceptance
         per_round = max(1.0, acceptance * canvas + 1)  # verified: accepted prefix + the AR token
-        return math.ceil(tokens / per_round) * (steps + 2)
+        return math.ceil(tokens / per_round) * (denoise + 2)
+
+    def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None = None) -> float:
+        """Estimated milliseconds to decode one request alone (batch 1)."""
+        engine = "ar" if mode == "ar" else "block"
+        return self.forwards(mode, tokens, steps, canvas or self.canvas, task) * self.forward_ms(engine, 1, canvas if engine == "block" else None)
 
     def finish_ms(
-        self, mode: str, tokens: int, steps: int, canvas: int, queued: int, running: int, capacity: int, task: str | None = None
+        self, mode: str, tokens: int, steps: int, canvas: int, queued: int, running: int, capacity: int, task: str | None = None,
+        backlog_ms: float | None = None,
     ) -> float:
-        """Estimated time until a request of `tokens` finishes in `mode` behind the given queue."""
+        """Estimated time until a request of `tokens` finishes in `mode` behind the given queue.
+        With `backlog_ms` (the block engine's work ahead, a `Backlog`), block and verified work is
+        priced as a serial server: the work ahead, then this request alone. A CPU gains almost
+        nothing from batching canvases (a step's cost grows with rows x canvas), and a request
+        only joins a running batch of its own canvas and steps, so it mostly waits its turn.
+        AR rows join the running batch at the next token and share its steps."""
         engine = "ar" if mode == "ar" else "block"
+        if engine == "block" and backlog_ms is not None:
+            return backlog_ms + self.service_ms(mode, tokens, steps, canvas, task)
         batch = min(capacity, running + queued + 1)
         service = self.forwards(mode, tokens, steps, canvas, task) * self.forward_ms(engine, batch, canvas if engine == "block" else None)
         waiting_rounds = max(0, running + queued + 1 - capacity) / capacity  # batches ahead of it
@@ -75,6 +103,7 @@ class CostProfile:
         raw = json.loads(path.read_text())
         raw["ms_per_forward"] = {e: {int(b): float(ms) for b, ms in v.items()} for e, v in raw["ms_per_forward"].items()}
         raw["block_ms_by_canvas"] = {int(c): {int(b): float(ms) for b, ms in v.items()} for c, v in raw.get("block_ms_by_canvas", {}).items()}
+        raw["block_steps_by_task"] = {t: float(s) for t, s in raw.get("block_steps_by_task", {}).items()}
         return cls(**raw)
 
 
@@ -89,3 +118,44 @@ def _interpolate(by_batch: dict[int, float], batch: float) -> float:
             return m0 + (m1 - m0) * (batch - b0) / (b1 - b0)
     b_last, m_last = points[-1]
     return m_last * batch / b_last
+
+
+class Backlog:
+    """The work an engine has ahead, in estimated milliseconds, as a virtual FIFO clock: each
+    dispatched request pushes the clock's end out by its estimate; each finished one moves it by
+    how much sooner or later than expected it finished, so estimate errors do not pile up; an
+    engine with nothing in flight has no backlog. Kept by the gateway for the requests it sent."""
+
+    def __init__(self) -> None:
+        self._end = 0.0  # time.monotonic() at which the work in flight is expected to be done
+        self._in_flight = 0
+
+    def ahead_ms(self, now: float) -> float:
+        return max(0.0, self._end - now) * 1000.0
+
+    def add(self, estimate_ms: float, now: float) -> float:
+        """Count a dispatched request; returns its expected finish time (pass it to `done`)."""
+        self._end = max(self._end, now) + estimate_ms / 1000.0
+        self._in_flight += 1
+        return self._end
+
+    def done(self, expected: float, now: float) -> None:
+        self._in_flight = max(0, self._in_flight - 1)
+        self._end = max(now, self._end + (now - expected)) if self._in_flight else now
+
+
+class Calibration:
+    """How much longer than estimated an engine's requests really take, smoothed (an exponentially
+    weighted mean of observed / estimated time, clamped to [low, high]). The profile is measured on
+    an idle machine, one engine at a time; serving adds the HTTP stack, admissions and other
+    engines on the same cores. The router multiplies that engine's estimates by `factor`."""
+
+    def __init__(self, alpha: float = 0.2, low: float = 0.5, high: float = 4.0) -> None:
+        self.alpha, self.low, self.high = alpha, low, high
+        self.factor = 1.0
+
+    def observe(self, observed_ms: float, estimated_ms: float) -> None:
+        if estimated_ms <= 0:
+            return
+        ratio = min(self.high, max(self.low, observed_ms / estimated_ms))
+        self.factor += self.alpha * (ratio - self.factor)

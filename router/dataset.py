@@ -12,8 +12,9 @@ Each line is one request plus its labels:
 - `task` is one of the nine task types (policies.schema.TASKS);
 - `output_tokens` is the expected answer length in tokens (the embedded tokenizer splits digits,
   so numbers cost a token per digit), capped by `max_tokens` when the request sets one;
-- `mode` is what the shipped default policy's task/length rule gives for (task, output_tokens):
-  block for short structured answers, AR for reasoning, writing and anything long.
+- `mode` is what the shipped policy's task/length rule gives for (task, output_tokens) with the
+  product's default task modes: block for short structured answers, AR for reasoning, writing
+  and anything long.
 
 Variety comes from composition, not one template per class: many instruction phrasings per task
 type, real-world subjects drawn from pools, content built from parts (facts, reviews, tickets,
@@ -23,7 +24,9 @@ options (max_tokens, JSON response formats, tools, stop). About one prompt in te
 the format of the embedded model's own task suite (`style: "suite"`): facts -> JSON extraction,
 review/ticket -> one label, facts -> one-line summary, goal + tools -> JSON list of calls, a
 one-line spec -> a short Python function, adding 8-25 numbers with a running total per line, and
-long templated stories/reports.
+long templated stories/reports. Beside them, each file carries real requests of that suite
+(`style: "task_suite"`, `suite_records`): 60 per family from its train split in the train file,
+20 from its test split in the held-out file, with answer lengths in the shipped tokenizer.
 
 The held-out split is a seeded random 25% after removing duplicate prompts, so no prompt text
 appears in both files; it shares the generator's templates, which makes its accuracy an upper
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "engines" / "checkpoints" / "tandem-tiny"
 TRAIN_PATH = DATA_DIR / "routing.jsonl"
 TEST_PATH = DATA_DIR / "routing_test.jsonl"
 
@@ -921,11 +925,10 @@ class Gen:
 
 def generate(n: int, seed: int = 20260) -> list[dict]:
     """`n` labeled requests, tasks in equal shares, duplicates (same messages) removed."""
-    from policies.stores import default_policy
     from policies.schema import TASKS
 
     gen = Gen(seed)
-    policy = default_policy()
+    policy = labeling_policy()
     seen: set[str] = set()
     out: list[dict] = []
     k = 0
@@ -942,17 +945,51 @@ def generate(n: int, seed: int = 20260) -> list[dict]:
     return out
 
 
-def build(n: int = 4000, test_share: float = 0.25, seed: int = 20260, out_dir: Path = DATA_DIR) -> tuple[Path, Path]:
-    """Write the train and held-out files; returns their paths."""
+def labeling_policy():
+    """The policy the `mode` labels follow: the shipped one with the product's default task modes
+    (short structured jobs on block), so the labels do not move with one checkpoint's measurements."""
+    from policies.schema import DEFAULT_TASK_MODES, Policy
+    from policies.stores import default_policy
+
+    return Policy.model_validate({**default_policy().content(), "task_modes": dict(DEFAULT_TASK_MODES)})
+
+
+def suite_records(n_per_family: int, split: str, seed: int = 0) -> list[dict]:
+    """Requests of the embedded model's own task suite (`engines.tasks`, one split), labeled with
+    their family as task and the reference answer's length in the shipped checkpoint's tokenizer.
+    The synthetic suite-style prompts above only resemble them; these are the prompts the model
+    was trained on (train split) and is benchmarked on (test split)."""
+    from transformers import AutoTokenizer
+
+    from engines.tasks import generate_suite
+
+    tokenizer = AutoTokenizer.from_pretrained(SHIPPED_CHECKPOINT)
+    policy = labeling_policy()
+    out = []
+    for item in generate_suite(n_per_family, split=split, seed=seed):
+        tokens = item.count_tokens(tokenizer) + 1  # the answer and its end-of-turn token
+        out.append({"messages": item.messages, "task": item.family, "output_tokens": tokens, "style": "task_suite",
+                    "mode": policy.route_for(item.family, tokens)[0]})
+    return out
+
+
+def build(n: int = 4000, test_share: float = 0.25, seed: int = 20260, out_dir: Path = DATA_DIR,
+          suite_per_family: tuple[int, int] = (60, 20)) -> tuple[Path, Path]:
+    """Write the train and held-out files; returns their paths. Each gets `suite_per_family` task-suite
+    requests per family from the suite's own train / test split (no prompt in both)."""
     recs = generate(n, seed)
     random.Random(seed + 1).shuffle(recs)
-    for j, rec in enumerate(recs):
-        rec["id"] = f"r{j:05d}"
     n_test = int(len(recs) * test_share)
+    test_recs = recs[:n_test] + suite_records(suite_per_family[1], "test", seed=seed)
+    train_recs = recs[n_test:] + suite_records(suite_per_family[0], "train", seed=seed)
+    random.Random(seed + 2).shuffle(train_recs)
+    random.Random(seed + 3).shuffle(test_recs)
+    for j, rec in enumerate(test_recs + train_recs):
+        rec["id"] = f"r{j:05d}"
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train, test = out_dir / TRAIN_PATH.name, out_dir / TEST_PATH.name
-    for path, part in ((test, recs[:n_test]), (train, recs[n_test:])):
+    for path, part in ((test, test_recs), (train, train_recs)):
         with open(path, "w") as fh:
             for rec in part:
                 fh.write(json.dumps({"id": rec.pop("id"), **rec}, ensure_ascii=False) + "\n")

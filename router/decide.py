@@ -15,7 +15,7 @@ Order of the rules (each named in `Decision.rule`):
 6. `load`: with load_aware enabled and queue ratios given, an overloaded mode spills to the
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
-   always; block <-> AR for equal_quality_tasks). Forced modes never move.
+   always; block <-> AR for equal_quality_tasks, within the block limit). Forced modes never move.
 7. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
 
@@ -130,17 +130,17 @@ class Router:
     def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, queues: dict[str, dict]):
         """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
         least `min_gain` times faster than `mode`, else None. Verified and AR always count as equal
-        (lossless); block joins them for the policy's equal_quality_tasks."""
-        same = {"verified", "ar"} | ({"block"} if task in policy.load_aware.equal_quality_tasks else set())
+        (lossless); block joins them for the policy's equal_quality_tasks, within the policy's block
+        limit (block_max_canvases)."""
+        block_ok = task in policy.load_aware.equal_quality_tasks and tokens <= policy.block_limit_tokens
+        same = {"verified", "ar"} | ({"block"} if block_ok else set())
         if mode not in same:
             return None
         steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
 
         def estimate(m: str) -> float | None:
-            q = queues.get("ar" if m == "ar" else "block")
-            if not q:
-                return None
-            return self.cost.finish_ms(m, max(1, tokens), steps, canvas, q.get("queued", 0), q.get("running", 0), max(1, q.get("capacity", 1)), task)
+            raw = self.finish_estimate(m, tokens, steps, canvas, task, queues)
+            return None if raw is None else raw * queues["ar" if m == "ar" else "block"].get("calibration", 1.0)
 
         here = estimate(mode)
         options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]
@@ -149,6 +149,16 @@ class Router:
         there, alt = min(options)
         gain = here / there
         return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
+
+    def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None, queues: dict[str, dict]) -> float | None:
+        """Milliseconds until a request would finish in `mode` given the queue view, by the cost
+        profile alone (None without a profile or a view of that engine). `queues[engine]` may
+        carry `backlog_ms` (block) and a `calibration` factor, which `decide` applies."""
+        q = queues.get("ar" if mode == "ar" else "block") if queues else None
+        if self.cost is None or not q:
+            return None
+        return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, q.get("queued", 0), q.get("running", 0),
+                                   max(1, q.get("capacity", 1)), task, backlog_ms=q.get("backlog_ms"))
 
     @staticmethod
     def _forced(req: RouteRequest, policy, override) -> tuple[str | None, str | None]:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2  # 2: the length model also reads a text-length estimate
 
 NUMERIC_FEATURES: tuple[str, ...] = (
     "log_prompt_tokens",  # all messages

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from engines.deployment import EngineFailure, rss_mb
 from engines.types import GenerationRequest, GenerationResult
 from policies.stores import redact
+from router.cost import Backlog, Calibration
 from router.openai_api import (
     DEFAULT_MAX_TOKENS,
     DONE,
@@ -116,8 +117,12 @@ class Gateway:
         # Requests this gateway has at each engine now. The poll is up to 0.5 s old; a burst of
         # requests routed inside that window would all see the same idle engine without this.
         self.in_flight: dict[str, int] = {"block": 0, "ar": 0}
+        self.completed_since_poll: dict[str, int] = {"block": 0, "ar": 0}  # the poll may count requests since done
+        self.block_backlog = Backlog()  # estimated work ahead of the block engine (cost-aware routing)
+        self.calibration = {"block": Calibration(), "ar": Calibration()}  # observed / estimated time per engine
         self.canvas_limit: int | None = None  # the checkpoint's canvas_length, read from an engine once
         self._load_task: asyncio.Task | None = None
+        self._first_poll: asyncio.Event | None = None  # set once the cost profile and a first queue view are in
         self._background: set[asyncio.Task] = set()
 
     # ---- OpenAI API -------------------------------------------------------------------------------
@@ -156,6 +161,7 @@ class Gateway:
         return {"status": "ok"}
 
     async def ready(self):
+        self._refresh_loads()  # the routing view (cost profile, queues) starts filling before traffic does
         try:
             infos = await asyncio.wait_for(asyncio.gather(*(h.info.remote() for h in self.engines.values())), timeout=5.0)
         except Exception as exc:
@@ -246,18 +252,58 @@ class Gateway:
 
     def _refresh_loads(self) -> None:
         """Keep a recent view of each engine's queue, off the request path (load-aware routing)."""
+        if self._first_poll is None:
+            self._first_poll = asyncio.Event()
         if self._load_task is None or self._load_task.done():
             self._load_task = asyncio.ensure_future(self._poll_loads())
 
+    async def _routing_view_ready(self) -> None:
+        """The first requests wait (at most a second) for the cost profile and a first queue view, so
+        a burst arriving at a fresh replica is routed by cost and counted in the backlog too."""
+        self._refresh_loads()
+        if not self._first_poll.is_set():
+            try:
+                await asyncio.wait_for(self._first_poll.wait(), timeout=1.0)
+            except asyncio.TimeoutError:
+                pass
+
     def _queue_view(self) -> dict[str, dict]:
-        """Each engine's occupancy for cost-aware routing: the polled view, or this gateway's own
-        in-flight count when that is higher (it is current; the poll may be half a second old)."""
+        """Each engine's occupancy for cost-aware routing: the polled view less what finished since
+        (the poll may be half a second old), or this gateway's own in-flight count when that is
+        higher (a burst routed since the poll); the block engine's backlog; each engine's calibration."""
         view = {}
         for name, q in self.queues.items():
-            total = max(q["queued"] + q["running"], self.in_flight.get(name, 0))
+            polled = max(0, q["queued"] + q["running"] - self.completed_since_poll.get(name, 0))
+            total = max(polled, self.in_flight.get(name, 0))
             running = min(total, q["capacity"])
-            view[name] = {"queued": total - running, "running": running, "capacity": q["capacity"]}
+            view[name] = {"queued": total - running, "running": running, "capacity": q["capacity"], "calibration": self.calibration[name].factor}
+        if "block" in view:
+            view["block"]["backlog_ms"] = self.block_backlog.ahead_ms(time.monotonic())
         return view
+
+    def _dispatched(self, gen: GenerationRequest, decision=None) -> _Ticket:
+        """Count `gen` in its engine's in-flight requests, with the cost profile's estimate of its
+        finish (to calibrate against) and, on the block engine, its work in the backlog."""
+        engine = ENGINE_OF_MODE[gen.mode]
+        ticket = _Ticket(engine, time.monotonic())
+        cost = self.router.cost
+        if cost is not None:
+            tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens) if decision else gen.max_new_tokens)
+            steps, task = gen.max_denoising_steps or cost.steps, decision.task if decision else None
+            ticket.estimate_ms = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, task, self._queue_view())
+            if engine == "block":
+                ticket.backlog_end = self.block_backlog.add(cost.service_ms(gen.mode, tokens, steps, gen.canvas, task), ticket.started)
+        self.in_flight[engine] += 1
+        return ticket
+
+    def _returned(self, ticket: _Ticket, ok: bool) -> None:
+        now = time.monotonic()
+        self.in_flight[ticket.engine] -= 1
+        self.completed_since_poll[ticket.engine] += 1
+        if ticket.backlog_end is not None:
+            self.block_backlog.done(ticket.backlog_end, now)
+        if ok and ticket.estimate_ms:
+            self.calibration[ticket.engine].observe((now - ticket.started) * 1000.0, ticket.estimate_ms)
 
     async def _canvas_limit(self) -> int | None:
         if self.canvas_limit is None:
@@ -277,23 +323,26 @@ class Gateway:
                 self.router.cost = CostProfile(**raw)
         except Exception:
             log.warning("no cost profile from the engines: cost-aware routing stays off")
+        await self._canvas_limit()  # fetched once here, so a first burst does not each wait for it
         while True:
             for name, handle in self.engines.items():
                 try:
                     load = await asyncio.wait_for(handle.load.remote(), timeout=1.0)
                     self.loads[name] = load["queue_ratio"]
                     self.queues[name] = {k: load[k] for k in ("queued", "running", "capacity")}
+                    self.completed_since_poll[name] = 0
                 except Exception:
                     self.loads[name] = 1.0  # unreachable counts as full
                     self.queues.pop(name, None)
             self.telemetry.set_queue_depth(self.loads)
+            self._first_poll.set()
             await asyncio.sleep(0.5)
 
     async def _serve(self, http: Request, req, gen: GenerationRequest, chat: bool):
         from router.errors import RouterError
         from router.types import RouteRequest
 
-        self._refresh_loads()
+        await self._routing_view_ready()
         rid = http.headers.get("x-request-id") or new_id("chatcmpl" if chat else "cmpl")
         api_key = http.headers.get("authorization", "").partition(" ")[2] or None
         budget = req.token_budget()
@@ -331,12 +380,12 @@ class Gateway:
                 headers |= {"x-tandem-mode": opened[2]} | ({"x-tandem-degraded": "true"} if opened[3] else {})
                 body = self._stream(req, gen, opened, decision, route, chat, rid, started)
                 return StreamingResponse(body, media_type="text/event-stream", headers=headers)
-            result, mode, degraded = await self._generate(gen)
+            result, mode, degraded = await self._generate(gen, decision)
             schema_check = _json_check(getattr(req, "response_format", None))
             if schema_check and not schema_check(result.text) and mode == "block":
                 retry_mode = self.router.policy.safe_mode
                 with self.telemetry.tracer.start_as_current_span("tandem.json_retry", attributes={"mode": retry_mode}):
-                    result, mode, degraded = await self._generate(dataclasses.replace(gen, mode=retry_mode))
+                    result, mode, degraded = await self._generate(dataclasses.replace(gen, mode=retry_mode), decision)
             if schema_check and not schema_check(result.text):
                 self.stats.error(422)
                 raise ApiError(422, "the model's answer is not JSON matching response_format, even after a retry in "
@@ -350,14 +399,15 @@ class Gateway:
                          self._tandem(decision, result, mode, degraded))
             return JSONResponse(body, headers=headers)
 
-    async def _generate(self, gen: GenerationRequest) -> tuple[GenerationResult, str, bool]:
+    async def _generate(self, gen: GenerationRequest, decision=None) -> tuple[GenerationResult, str, bool]:
         """Run `gen` on its engine; on failure or timeout, once more in the policy's degrade mode."""
         mode, last_error = gen.mode, None
         for attempt in range(2):
             request = gen if attempt == 0 else dataclasses.replace(gen, mode=mode)
             with self.telemetry.tracer.start_as_current_span("tandem.engine", attributes={"mode": mode, "attempt": attempt}) as span:
                 engine = ENGINE_OF_MODE[mode]
-                self.in_flight[engine] += 1
+                ticket = self._dispatched(request, decision)
+                out = None
                 try:
                     out = await asyncio.wait_for(self.engines[engine].generate.remote(request), timeout=self.timeout_s)
                 except asyncio.TimeoutError:
@@ -365,7 +415,7 @@ class Gateway:
                 except Exception as exc:  # replica died, actor unavailable, ...
                     out = EngineFailure(503, "engine_unavailable", "server_error", f"the {mode} engine failed: {type(exc).__name__}")
                 finally:
-                    self.in_flight[engine] -= 1
+                    self._returned(ticket, ok=isinstance(out, GenerationResult))
                 if isinstance(out, GenerationResult):
                     _engine_span(self.telemetry.tracer, span, out)
                     return out, mode, attempt > 0
@@ -410,8 +460,8 @@ class Gateway:
         stream, first, mode, degraded = opened
         created = int(time.time())
         chunk = (lambda **kw: chat_chunk(rid, req.model, created, **kw)) if chat else None
-        engine = ENGINE_OF_MODE[mode]
-        self.in_flight[engine] += 1
+        ticket = self._dispatched(dataclasses.replace(gen, mode=mode), decision)
+        finished = False
         try:
             if chat:
                 yield chunk(delta={"role": "assistant", "content": ""})
@@ -420,6 +470,7 @@ class Gateway:
                 if isinstance(item, str):
                     yield chunk(delta={"content": item}) if chat else completion_chunk(rid, req.model, created, item)
                 elif isinstance(item, GenerationResult):
+                    finished = True
                     self._finish(item, mode, degraded, decision, route, started)
                     tandem = self._tandem(decision, item, mode, degraded)
                     yield chunk(delta={}, finish_reason=item.finish_reason, tandem=tandem) if chat else completion_chunk(
@@ -440,7 +491,7 @@ class Gateway:
             self.stats.error(503)
             yield sse(ApiError(503, f"the {mode} engine failed mid-stream: {type(exc).__name__}", type="server_error", code="engine_unavailable").body())
         finally:
-            self.in_flight[engine] -= 1
+            self._returned(ticket, ok=finished)
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
         yield DONE
 
@@ -495,6 +546,16 @@ class Gateway:
 
         if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, stream=self.decisions_stream):
             self.telemetry.decisions_dropped.add(1)
+
+
+@dataclasses.dataclass
+class _Ticket:
+    """A request at an engine, as the gateway's routing view counts it."""
+
+    engine: str
+    started: float  # time.monotonic() at dispatch
+    estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
+    backlog_end: float | None = None  # its place in the block engine's backlog
 
 
 def _engine_span(tracer, span, result: GenerationResult) -> None:

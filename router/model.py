@@ -5,10 +5,14 @@ Training artefact (scikit-learn, saved with skops):
   head, word tf-idf on the system/earlier turns, StandardScaler on the numbers),
   CalibratedClassifierCV(SGDClassifier(hinge), sigmoid, cv=3, ensemble=False)) -> calibrated probabilities
   of the nine task types.
-- `length`: GradientBoostingRegressor(loss="quantile", alpha=0.9) on [task probabilities,
-  numeric features] predicting log(1 + answer tokens); its output is the p90 length, which the
-  policy compares with the canvas sizes. It is trained on cross-validated probabilities, so it
-  sees the classifier's real uncertainty rather than its near-perfect training-set fit.
+- `text_length`: Ridge on the classifier's own fitted features (the same columns) predicting
+  log(1 + answer tokens) from the wording: "one word", "a Python function `f(x)`" and "a
+  400-word essay" share a task type but not a length.
+- `length`: GradientBoostingRegressor(loss="quantile", alpha=0.9) on [task probabilities, the
+  text-length estimate, numeric features] predicting log(1 + answer tokens); its output is the
+  p90 length, which the policy compares with the canvas sizes and the cost model prices. It is
+  trained on cross-validated probabilities and text estimates, so it sees their real error
+  rather than their near-perfect training-set fit.
 
 Serving path: sklearn's per-call overhead (input validation, sparse matrices, ColumnTransformer)
 costs milliseconds per request, so `RouterModel` compiles the fitted pipeline into a lean
@@ -65,16 +69,14 @@ def to_matrix(feats: list[RequestFeatures]) -> np.ndarray:
     return np.array(rows, dtype=object).reshape(len(rows), 3 + len(NUMERIC_FEATURES))
 
 
-def build_classifier(alpha: float = 1e-4, seed: int = 0):
-    from sklearn.calibration import CalibratedClassifierCV
+def build_features():
+    """The request -> sparse matrix transform shared by the classifier and the text-length model."""
     from sklearn.compose import ColumnTransformer
     from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
-    from sklearn.linear_model import SGDClassifier
 
     n = len(NUMERIC_FEATURES)
-    features = ColumnTransformer(
+    return ColumnTransformer(
         [
             ("user", TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=8000, sublinear_tf=True), 0),
             ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=3, max_features=8000, sublinear_tf=True), 1),
@@ -83,10 +85,32 @@ def build_classifier(alpha: float = 1e-4, seed: int = 0):
         ],
         sparse_threshold=1.0,
     )
+
+
+def build_classifier(alpha: float = 1e-4, seed: int = 0):
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import Pipeline
+
     # A linear SVM trained by SGD: liblinear's LinearSVC is ~10x slower here for the same accuracy.
     svm = SGDClassifier(loss="hinge", alpha=alpha, average=True, max_iter=50, tol=1e-4, random_state=seed, n_jobs=1)
     clf = CalibratedClassifierCV(svm, method="sigmoid", cv=3, ensemble=False)
-    return Pipeline([("features", features), ("clf", clf)])
+    return Pipeline([("features", build_features()), ("clf", clf)])
+
+
+def build_text_length(alpha: float = 1.0):
+    """Ridge from the request's features to log(1 + answer tokens). Fitted on the classifier's own
+    transform for serving (one vocabulary pass gives both); `text_length_pipeline` gives the
+    out-of-fold estimates the boosted trees train on."""
+    from sklearn.linear_model import Ridge
+
+    return Ridge(alpha=alpha)
+
+
+def text_length_pipeline(alpha: float = 1.0):
+    from sklearn.pipeline import Pipeline
+
+    return Pipeline([("features", build_features()), ("ridge", build_text_length(alpha))])
 
 
 def slim(classifier) -> None:
@@ -111,10 +135,10 @@ def build_length_regressor(seed: int = 0):
     )
 
 
-def length_inputs(probs: np.ndarray, feats: list[RequestFeatures]) -> np.ndarray:
-    """[task probabilities, numeric features] per row: the length regressor's input."""
+def length_inputs(probs: np.ndarray, text_length: np.ndarray, feats: list[RequestFeatures]) -> np.ndarray:
+    """[task probabilities, text-length estimate, numeric features] per row: the length regressor's input."""
     num = np.array([f.numeric for f in feats], dtype=np.float64).reshape(len(feats), len(NUMERIC_FEATURES))
-    return np.hstack([probs, num])
+    return np.hstack([probs, np.asarray(text_length, dtype=np.float64).reshape(-1, 1), num])
 
 
 def tokens_from_log(raw: np.ndarray | float) -> np.ndarray:
@@ -233,10 +257,11 @@ class _Trees:
 
 
 class RouterModel:
-    """A fitted classifier + length regressor, with a lean per-request predictor."""
+    """A fitted classifier, text-length model and length regressor, with a lean per-request predictor."""
 
-    def __init__(self, classifier, length, meta: dict | None = None):
+    def __init__(self, classifier, text_length, length, meta: dict | None = None):
         self.classifier = classifier
+        self.text_length = text_length
         self.length = length
         self.meta = dict(meta or {})
         self.classes: list[str] = [str(c) for c in classifier.classes_]
@@ -253,6 +278,8 @@ class RouterModel:
         K = len(self.classes)
         if coef.shape[0] != K:
             raise ModelError(f"expected one-vs-rest weights for {K} classes, got {coef.shape[0]}")
+        # The text-length Ridge reads the same columns: one more output row, computed in the same pass.
+        coef = np.vstack([coef, np.asarray(self.text_length.coef_, dtype=np.float64).reshape(1, -1)])
         self._texts: list[tuple[int, _Text]] = []
         for name, col in zip(TEXT_FIELDS, range(3)):
             vec = ct.named_transformers_[name]
@@ -266,7 +293,7 @@ class RouterModel:
         self._num_mean = np.asarray(scaler.mean_, dtype=np.float64)
         self._num_scale = np.asarray(scaler.scale_, dtype=np.float64)
         self._num_coef = np.ascontiguousarray(coef[:, sl])  # (K, N)
-        self._intercept = np.asarray(est.intercept_, dtype=np.float64)
+        self._intercept = np.append(np.asarray(est.intercept_, dtype=np.float64), float(self.text_length.intercept_))
         # sigmoid calibrators, in the calibrated classifier's class order
         order = [self.classes.index(str(c)) for c in est.classes_]
         self._cal_a = np.zeros(K)
@@ -274,10 +301,11 @@ class RouterModel:
         self._cal_order = np.array(order)
         for j, calib in enumerate(cc.calibrators):
             self._cal_a[j], self._cal_b[j] = float(calib.a_), float(calib.b_)
-        self._trees = _Trees(self.length, K + len(NUMERIC_FEATURES))
+        self._trees = _Trees(self.length, K + 1 + len(NUMERIC_FEATURES))
 
     # lean path
     def _decision(self, f: RequestFeatures) -> np.ndarray:
+        """K class decisions, then the text-length estimate (log(1 + tokens))."""
         dec = self._intercept.copy()
         texts = (f.user, f.chars, f.context)
         for col, t in self._texts:
@@ -298,24 +326,30 @@ class RouterModel:
 
     def probabilities(self, f: RequestFeatures) -> np.ndarray:
         """Calibrated task-type probabilities (in self.classes order) for one request."""
-        dec = self._decision(f)
+        return self._calibrate(self._decision(f)[: len(self.classes)])
+
+    def _calibrate(self, dec: np.ndarray) -> np.ndarray:
         p = np.zeros(len(self.classes))
         p[self._cal_order] = 1.0 / (1.0 + np.exp(self._cal_a * dec + self._cal_b))
         s = p.sum()
         return p / s if s > 0 else np.full_like(p, 1.0 / len(p))
 
     def predict(self, f: RequestFeatures) -> Prediction:
-        p = self.probabilities(f)
+        dec = self._decision(f)
+        K = len(self.classes)
+        p = self._calibrate(dec[:K])
         k = int(p.argmax())
-        raw = self._trees.predict(np.concatenate([p, f.numeric]))
+        raw = self._trees.predict(np.concatenate([p, dec[K:], f.numeric]))
         tokens = max(1, math.ceil(math.expm1(raw)))
         return Prediction(self.classes[k], float(p[k]), dict(zip(self.classes, p.tolist())), tokens)
 
     # the sklearn path (reference, batch)
     def predict_reference(self, feats: list[RequestFeatures]) -> tuple[np.ndarray, np.ndarray]:
         """(probabilities (n, K), p90 tokens (n,)) through the sklearn objects themselves."""
-        probs = self.classifier.predict_proba(to_matrix(feats))
-        raw = self.length.predict(length_inputs(probs, feats))
+        X = to_matrix(feats)
+        probs = self.classifier.predict_proba(X)
+        text = self.text_length.predict(self.classifier.named_steps["features"].transform(X))
+        raw = self.length.predict(length_inputs(probs, text, feats))
         return probs, tokens_from_log(raw)
 
 
@@ -329,7 +363,8 @@ def save_model(model: RouterModel, path: str | Path) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    blob = sio.dumps({"classifier": model.classifier, "length": model.length, "meta_json": json.dumps(model.meta)}, compression=8)
+    blob = sio.dumps({"classifier": model.classifier, "text_length": model.text_length, "length": model.length,
+                      "meta_json": json.dumps(model.meta)}, compression=8)
     untrusted = set(sio.get_untrusted_types(data=blob)) - set(TRUSTED_TYPES)
     if untrusted:
         raise ModelError(f"model needs types outside router.model.TRUSTED_TYPES: {sorted(untrusted)}")
@@ -356,4 +391,4 @@ def load_model(path: str | Path | None = None) -> RouterModel:
         raise ModelError(
             f"{path} was trained on feature version {meta.get('feature_version')}, this code computes version {FEATURE_VERSION}; retrain"
         )
-    return RouterModel(obj["classifier"], obj["length"], meta)
+    return RouterModel(obj["classifier"], obj["text_length"], obj["length"], meta)

@@ -20,7 +20,18 @@ import numpy as np
 
 from router.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
 from router.features import FEATURE_VERSION, NUMERIC_FEATURES, features_of
-from router.model import QUANTILE, RouterModel, build_classifier, build_length_regressor, length_inputs, save_model, slim, to_matrix
+from router.model import (
+    QUANTILE,
+    RouterModel,
+    build_classifier,
+    build_length_regressor,
+    build_text_length,
+    length_inputs,
+    save_model,
+    slim,
+    text_length_pipeline,
+    to_matrix,
+)
 
 
 def data_hash(records: list[dict]) -> str:
@@ -43,7 +54,7 @@ def fit(records: list[dict], seed: int = 0) -> RouterModel:
 
 
 def _fit(records: list[dict], seed: int) -> RouterModel:
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
 
     feats = [features_of(r) for r in records]
     X = to_matrix(feats)
@@ -55,8 +66,10 @@ def _fit(records: list[dict], seed: int) -> RouterModel:
     clf.fit(X, y)
     slim(clf)
     lengths = np.log1p(np.array([r["output_tokens"] for r in records], dtype=np.float64))
+    text_length = build_text_length().fit(clf.named_steps["features"].transform(X), lengths)
+    oof_text = cross_val_predict(text_length_pipeline(), X, lengths, cv=KFold(n_splits=3, shuffle=True, random_state=seed), n_jobs=1)
     reg = build_length_regressor(seed)
-    reg.fit(length_inputs(oof, feats), lengths)
+    reg.fit(length_inputs(oof, oof_text, feats), lengths)
     import sklearn
     import skops
 
@@ -71,17 +84,18 @@ def _fit(records: list[dict], seed: int) -> RouterModel:
         "sklearn": sklearn.__version__,
         "skops": skops.__version__,
     }
-    return RouterModel(clf, reg, meta)
+    return RouterModel(clf, text_length, reg, meta)
 
 
 def evaluate(model: RouterModel, records: list[dict], policy=None) -> dict:
-    """Metrics on labeled records; `policy` (default: the shipped one) decides the modes."""
+    """Metrics on labeled records; `policy` decides the modes (default: the one the data set's mode
+    labels follow, `router.dataset.labeling_policy`)."""
     from sklearn.metrics import classification_report, confusion_matrix
 
-    from policies.stores import default_policy
+    from router.dataset import labeling_policy
     from router.decide import Router
 
-    policy = policy or default_policy()
+    policy = policy or labeling_policy()
     router = Router(model=model, store=policy)
     out: dict = {"n": len(records), "policy_version": policy.version}
     tasks_true, tasks_pred, modes_true, modes_pred, covered, fit_true, fit_pred = [], [], [], [], [], [], []

@@ -95,6 +95,17 @@ def test_equal_quality_tasks_are_those_where_block_matches_ar():
     assert evaluate.equal_quality_tasks(records, steps=4) == ["extract", "classify", "code"]
 
 
+def test_long_families_are_judged_by_their_family_score_short_ones_by_exact_match():
+    def record(family, mode, exact, family_score):
+        return {"family": family, "mode": mode, "steps": 12 if mode == "block" else None, "canvas": "right" if mode == "block" else None,
+                "exact_match": exact, "family_score": family_score}
+
+    records = [record("write", "ar", 0.25, 0.85), record("write", "block", 0.0, 0.87),  # token accuracy ties: equal
+               record("extract", "ar", 0.50, 0.80), record("extract", "block", 0.35, 0.80),  # one wrong field is wrong
+               record("reason", "ar", 0.0, 0.40), record("reason", "block", 0.0, 0.20)]  # fewer right lines
+    assert evaluate.equal_quality_tasks(records) == ["write"]
+
+
 def test_cli_end_to_end_on_the_tiny_checkpoint(tiny_checkpoint, tmp_path, capsys, monkeypatch):
     # A random model accepts almost no draft token, so each verified token costs a whole draft:
     # 2 draft steps instead of 12 keep the test fast (verified == AR holds for any step count).

@@ -21,12 +21,13 @@ def test_shipped_default_policy_is_valid_and_matches_the_schema_defaults():
     assert p.steps == 12
     assert set(p.task_modes) == set(TASKS)
     # measured on the shipped checkpoint: block only where its answers match AR's
-    assert p.load_aware.equal_quality_tasks == ["classify", "code"]
-    assert {t for t, m in p.task_modes.items() if m == "block"} == {"classify", "code", "rewrite", "short_qa"}
+    assert p.load_aware.equal_quality_tasks == ["classify", "code", "reason", "write"]
+    assert {t for t, m in p.task_modes.items() if m == "block"} == {"classify", "code", "reason", "write", "rewrite", "short_qa"}
+    assert {t for t, m in p.task_modes.items() if m == "verified"} == {"extract", "summarize", "plan"}
     assert p.load_aware.enabled is True and p.load_aware.cost_aware is True
     assert p.forcing.model_aliases["tandem"] == "auto"
     # otherwise the YAML spells out the schema's defaults
-    product = p.model_copy(update={"shadow_verify_rate": 0.0, "description": "", "task_modes": dict(DEFAULT_TASK_MODES),
+    product = p.model_copy(update={"shadow_verify_rate": 0.0, "description": "", "task_modes": dict(DEFAULT_TASK_MODES), "block_max_canvases": 1,
                                    "load_aware": p.load_aware.model_copy(update={"equal_quality_tasks": []})})
     assert product == Policy()
 

@@ -85,8 +85,8 @@ def test_forced_modes_and_block_never_move(router):
 
 
 def test_block_and_ar_trade_places_only_for_tasks_of_equal_quality(model):
-    def make(equal: list[str]) -> Router:
-        r = Router(model=model, store=policy(load_aware={"enabled": True, "equal_quality_tasks": equal}))
+    def make(equal: list[str], **changes) -> Router:
+        r = Router(model=model, store=policy(load_aware={"enabled": True, "equal_quality_tasks": equal}, **changes))
         r.cost = BY_CANVAS
         return r
 
@@ -99,8 +99,34 @@ def test_block_and_ar_trade_places_only_for_tasks_of_equal_quality(model):
     # idle engines: a 64-token canvas beats ~40 AR steps on this profile, so block keeps it
     assert make(["extract"]).decide(req(EXTRACT), queues={"block": IDLE, "ar": IDLE}).mode == "block"
     # write defaults to AR; listed and with a busy AR engine it moves to block (the fastest equal mode)
-    essay = make(["write"]).decide(req(ESSAY), queues={"block": IDLE, "ar": BUSY})
-    assert essay.mode == "block" and essay.canvas is not None
+    # when the policy lets block write that long, never past the block limit
+    essay = make(["write"], block_max_canvases=8).decide(req(ESSAY), queues={"block": IDLE, "ar": BUSY})
+    assert essay.mode == "block" and essay.canvas is not None and essay.predicted_tokens > 256
+    assert make(["write"]).decide(req(ESSAY), queues={"block": IDLE, "ar": BUSY}).mode != "block"
+
+
+def test_block_cost_counts_the_steps_a_canvas_of_the_task_really_takes():
+    """The model stops denoising once a canvas is stable and confident: a one-word label takes ~2
+    steps, long free text all 12. Pricing every canvas at its full budget overstated short work 4x."""
+    measured = CostProfile(ms_per_forward=CPU.ms_per_forward, canvas=256, block_steps_by_task={"classify": 2.0, "write": 12.0}, steps=12)
+    assert measured.forwards("block", 2, 12, 64, "classify") == 3.0  # 2 steps + the commit
+    assert measured.forwards("block", 2, 12, 64, "code") == 13  # unmeasured task: the whole budget
+    assert measured.forwards("block", 2, 4, 64, "write") == 5  # never past the policy's budget
+    assert measured.canvas_steps(24, "classify") == 4.0  # a larger budget than measured at: scaled
+    assert measured.forwards("verified", 2, 12, 64, "classify") == 4.0  # the draft's steps + commit + verify
+
+
+def test_a_one_word_label_goes_to_ar_when_block_matches_its_quality(model):
+    """At idle a short label costs ~2 AR steps but a whole canvas's denoising in block mode; for a task
+    where block's answers are as good as AR's, the router takes the faster one."""
+    from tests.router.test_decide import LABEL
+
+    r = Router(model=model, store=policy(load_aware={"enabled": True, "equal_quality_tasks": ["classify"]}))
+    measured = {"block": {1: 33.0, 8: 283.0}, "ar": {1: 2.9, 8: 5.2}}  # the shipped checkpoint on the 2-core CPU
+    r.cost = CostProfile(ms_per_forward=measured, canvas=256, block_ms_by_canvas={64: {1: 12.8, 8: 52.0}, 256: {1: 33.0, 8: 283.0}},
+                         block_steps_by_task={"classify": 2.0}, steps=12)
+    d = r.decide(req(LABEL), queues={"block": IDLE, "ar": IDLE})
+    assert (d.task, d.mode, d.rule) == ("classify", "ar", "load") and d.predicted_tokens <= 8
 
 
 def test_equal_quality_tasks_must_be_known_task_types():
@@ -124,12 +150,49 @@ def test_verified_cost_uses_the_tasks_measured_acceptance(model):
 
 def test_the_gateways_queue_view_counts_its_own_requests_in_flight():
     """The engines' load is polled every 0.5 s; requests the gateway dispatched since count at once,
-    so a burst does not all land on the engine that looked idle at the last poll."""
+    so a burst does not all land on the engine that looked idle at the last poll, and requests that
+    finished since do not keep an engine looking busy."""
     from router.gateway import Gateway
 
     gw = Gateway(None, None)
     gw.queues = {"ar": {"queued": 0, "running": 0, "capacity": 8}, "block": {"queued": 1, "running": 8, "capacity": 8}}
     gw.in_flight = {"ar": 11, "block": 2}
+    occupancy = lambda view: {k: view[k] for k in ("queued", "running", "capacity")}  # noqa: E731
     view = gw._queue_view()
-    assert view["ar"] == {"queued": 3, "running": 8, "capacity": 8}  # 11 dispatched: 8 running, 3 waiting
-    assert view["block"] == {"queued": 1, "running": 8, "capacity": 8}  # the poll saw more than we sent
+    assert occupancy(view["ar"]) == {"queued": 3, "running": 8, "capacity": 8}  # 11 dispatched: 8 running, 3 waiting
+    assert occupancy(view["block"]) == {"queued": 1, "running": 8, "capacity": 8}  # the poll saw more than we sent
+    gw.completed_since_poll["block"] = 6  # six of those finished after the poll
+    assert occupancy(gw._queue_view()["block"]) == {"queued": 0, "running": 3, "capacity": 8}
+    assert view["block"]["backlog_ms"] == 0.0 and view["ar"]["calibration"] == 1.0
+
+
+def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
+    from router.cost import Backlog
+
+    b = Backlog()
+    first = b.add(300.0, now=0.0)
+    second = b.add(200.0, now=0.0)
+    assert b.ahead_ms(0.0) == pytest.approx(500.0) and b.ahead_ms(0.1) == pytest.approx(400.0)
+    b.done(first, now=0.1)  # finished 200 ms early: the one behind it moves up
+    assert b.ahead_ms(0.1) == pytest.approx(200.0)
+    b.done(second, now=0.5)  # nothing left in flight: no backlog, however late it ran
+    assert b.ahead_ms(0.5) == 0.0 and b.ahead_ms(0.0) == pytest.approx(500.0)
+
+
+def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
+    from router.cost import Calibration
+
+    c = Calibration(alpha=0.5)
+    for _ in range(20):
+        c.observe(observed_ms=300.0, estimated_ms=100.0)
+    assert c.factor == pytest.approx(3.0, rel=1e-3)
+    c.observe(observed_ms=1e6, estimated_ms=1.0)
+    assert c.factor <= 4.0  # clamped: one stalled request does not poison the estimates
+    # an AR engine observed at 3x its profile loses a long answer to an idle block engine
+    r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"write": "ar"}, block_max_canvases=8,
+                                         load_aware={"enabled": True, "equal_quality_tasks": ["write"], "min_gain": 1.5}))
+    r.cost = BY_CANVAS
+    busy_ar = {"queued": 0, "running": 4, "capacity": 8}
+    assert r.decide(req(ESSAY), queues={"block": IDLE | {"backlog_ms": 10000.0}, "ar": busy_ar}).mode == "ar"
+    slow_ar = busy_ar | {"calibration": 3.0}
+    assert r.decide(req(ESSAY), queues={"block": IDLE | {"backlog_ms": 10000.0}, "ar": slow_ar}).mode == "block"

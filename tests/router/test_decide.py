@@ -13,14 +13,16 @@ from policies.stores import MemoryStore, default_policy
 from router import Decision, RouteRequest, Router, RouterError
 
 EXTRACT = "Extract name, age and city as a JSON object.\nAlice Smith is 34 years old. Alice lives in Paris."
+LABEL = "Label this support ticket as billing, bug or account. Answer with the label only.\nI was charged twice for my subscription this month."
 ESSAY = "Write a 600-word essay on remote work, with an intro and a conclusion."
 SUM = "Add these numbers step by step, writing the running total on each line: " + ", ".join(str(x) for x in range(11, 31))
 
 
 def policy(**changes) -> Policy:
-    """The shipped policy with the product's default task modes (short structured jobs on block),
-    so these tests do not depend on what the shipped checkpoint's measurements put in the YAML."""
-    return Policy.model_validate({**default_policy().content(), "task_modes": dict(DEFAULT_TASK_MODES), **changes})
+    """The shipped policy with the product's default task modes (short structured jobs on block) and
+    block limit (one canvas), so these tests do not depend on what the shipped checkpoint's
+    measurements put in the YAML."""
+    return Policy.model_validate({**default_policy().content(), "task_modes": dict(DEFAULT_TASK_MODES), "block_max_canvases": 1, **changes})
 
 
 def req(prompt=EXTRACT, **kw) -> RouteRequest:
