@@ -323,7 +323,8 @@ def main(args) -> int:
     print()
     print(f"verified == AR (greedy): {result.mismatches} mismatches in {result.items} items")
     if any(r["mode"] == "block" and r["steps"] == 12 for r in result.records):
-        print(f"block (12 steps, right-sized canvas) within 1 point of AR on: {equal_quality_tasks(result.records)} (policy load_aware.equal_quality_tasks)")
+        print(f"block (12 steps, right-sized canvas) within 1 point of AR (exact match; reason/write: family score) on: "
+              f"{equal_quality_tasks(result.records)} (policy load_aware.equal_quality_tasks)")
     print(f"decoding took {result.seconds:.0f}s ({torch.get_num_threads()} torch threads)")
     if args.json:
         Path(args.json).write_text(json.dumps(result.records, indent=2))
