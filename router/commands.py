@@ -127,7 +127,7 @@ def register(commands, bench_commands) -> None:
     p = sub.add_parser("evaluate", help="accuracy, per-class report, confusion matrix and mode agreement on a JSONL file")
     p.add_argument("--data", required=True, help="JSONL; each line has messages and optional task / mode / output_tokens labels")
     p.add_argument("--model", default=None, help="model .skops (default: the shipped one)")
-    p.add_argument("--policy", default=None, help="policy source deciding the modes (default: the policy the data set's mode labels follow: policies/default.yaml with the product's default task modes)")
+    p.add_argument("--policy", default=None, help="policy source deciding the modes (default: the one the data set's mode labels follow, the schema's product defaults)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the report as JSON")
     p.add_argument("--min-accuracy", type=float, default=None, help="exit 1 below this task accuracy")
     p.set_defaults(func=cmd_evaluate)

@@ -12,9 +12,9 @@ Each line is one request plus its labels:
 - `task` is one of the nine task types (policies.schema.TASKS);
 - `output_tokens` is the expected answer length in tokens (the embedded tokenizer splits digits,
   so numbers cost a token per digit), capped by `max_tokens` when the request sets one;
-- `mode` is what the shipped policy's task/length rule gives for (task, output_tokens) with the
-  product's default task modes: block for short structured answers, AR for reasoning, writing
-  and anything long.
+- `mode` is what the product's default policy (`Policy()`, the schema's defaults) gives for
+  (task, output_tokens): block for short structured answers, AR for reasoning, writing and
+  anything long.
 
 Variety comes from composition, not one template per class: many instruction phrasings per task
 type, real-world subjects drawn from pools, content built from parts (facts, reviews, tickets,
@@ -946,12 +946,11 @@ def generate(n: int, seed: int = 20260) -> list[dict]:
 
 
 def labeling_policy():
-    """The policy the `mode` labels follow: the shipped one with the product's default task modes
-    (short structured jobs on block), so the labels do not move with one checkpoint's measurements."""
-    from policies.schema import DEFAULT_TASK_MODES, Policy
-    from policies.stores import default_policy
+    """The policy the `mode` labels follow: the schema's product defaults (short structured jobs on
+    block, one canvas at most), so the labels do not move with one checkpoint's measurements."""
+    from policies.schema import Policy
 
-    return Policy.model_validate({**default_policy().content(), "task_modes": dict(DEFAULT_TASK_MODES)})
+    return Policy()
 
 
 def suite_records(n_per_family: int, split: str, seed: int = 0) -> list[dict]:
