@@ -145,17 +145,25 @@ class Backlog:
 
 
 class Calibration:
-    """How much longer than estimated an engine's requests really take, smoothed (an exponentially
-    weighted mean of observed / estimated time, clamped to [low, high]). The profile is measured on
-    an idle machine, one engine at a time; serving adds the HTTP stack, admissions and other
-    engines on the same cores. The router multiplies that engine's estimates by `factor`."""
+    """How much longer than estimated an engine's requests really take: exponentially weighted
+    sums of observed and of estimated time, and their ratio (clamped to [low, high]). Sums rather
+    than a mean of ratios, so long requests weigh by their length and a 5 ms request's fixed
+    call overhead does not scale a 500 ms estimate. The profile is measured on an idle machine,
+    one engine at a time; serving adds the HTTP stack, admissions and other engines on the same
+    cores. The router multiplies that engine's estimates by `factor`."""
 
     def __init__(self, alpha: float = 0.2, low: float = 0.5, high: float = 4.0) -> None:
         self.alpha, self.low, self.high = alpha, low, high
-        self.factor = 1.0
+        self._observed = self._estimated = 0.0
+
+    @property
+    def factor(self) -> float:
+        if self._estimated <= 0:
+            return 1.0
+        return min(self.high, max(self.low, self._observed / self._estimated))
 
     def observe(self, observed_ms: float, estimated_ms: float) -> None:
         if estimated_ms <= 0:
             return
-        ratio = min(self.high, max(self.low, observed_ms / estimated_ms))
-        self.factor += self.alpha * (ratio - self.factor)
+        self._observed += self.alpha * (observed_ms - self._observed)
+        self._estimated += self.alpha * (estimated_ms - self._estimated)

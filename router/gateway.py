@@ -225,8 +225,11 @@ class Gateway:
             except Exception as exc:
                 loads[name] = {"error": type(exc).__name__}
         log_stats = decisions_log.stats
+        now = time.monotonic()
         return self.stats.snapshot() | {
             "engines": loads,
+            "routing": {"calibration": {e: round(c.factor, 3) for e, c in self.calibration.items()},
+                        "block_backlog_ms": round(self.block_backlog.ahead_ms(now), 1), "in_flight": dict(self.in_flight)},
             "decisions_log": {"written": log_stats.written, "dropped": log_stats.dropped},
             "policy_version": self.router.policy.version,
             "pid": os.getpid(),

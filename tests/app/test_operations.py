@@ -23,6 +23,8 @@ def test_admin_needs_the_bearer_token(base_url, admin_headers):
     ok = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10)
     assert ok.status_code == 200
     assert set(ok.json()["engines"]) == {"block", "ar"}
+    routing = ok.json()["routing"]  # what cost-aware routing sees: calibration, backlog, requests in flight
+    assert set(routing["calibration"]) == {"block", "ar"} and routing["block_backlog_ms"] >= 0 and set(routing["in_flight"]) == {"block", "ar"}
 
 
 def test_policy_change_applies_to_the_next_request(base_url, admin_headers):

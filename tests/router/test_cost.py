@@ -183,11 +183,17 @@ def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
     from router.cost import Calibration
 
     c = Calibration(alpha=0.5)
+    assert c.factor == 1.0  # nothing observed yet: the profile as measured
     for _ in range(20):
         c.observe(observed_ms=300.0, estimated_ms=100.0)
     assert c.factor == pytest.approx(3.0, rel=1e-3)
-    c.observe(observed_ms=1e6, estimated_ms=1.0)
-    assert c.factor <= 4.0  # clamped: one stalled request does not poison the estimates
+    c.observe(observed_ms=1e6, estimated_ms=100.0)
+    assert c.factor == 4.0  # clamped: one stalled request does not poison the estimates
+    weighted = Calibration(alpha=0.5)
+    for _ in range(20):
+        weighted.observe(observed_ms=15.0, estimated_ms=5.0)  # a tiny request: mostly call overhead
+        weighted.observe(observed_ms=550.0, estimated_ms=500.0)  # a long one, close to its estimate
+    assert weighted.factor < 1.2  # long requests weigh by their length
     # an AR engine observed at 3x its profile loses a long answer to an idle block engine
     r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"write": "ar"}, block_max_canvases=8,
                                          load_aware={"enabled": True, "equal_quality_tasks": ["write"], "min_gain": 1.5}))
