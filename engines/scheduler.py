@@ -126,7 +126,7 @@ class Scheduler:
         with self._cv:
             return {
                 "queued": len(self._pending),
-                "running": len(self._running),
+                "running": sum(1 for r in self._running if r.finish_reason is None and r.error is None),
                 "capacity": self.config.max_batch_size,
                 "max_queue": self.config.max_queue,
                 "queue_ratio": len(self._pending) / self.config.max_queue,
@@ -150,8 +150,20 @@ class Scheduler:
         self._pending = rest
         return taken
 
+    def _count(self, row: Row) -> None:
+        if row.error is not None:
+            self.stats.failed += 1
+        elif not row.cancelled:
+            self.stats.completed += 1
+
     def _admit(self, key: tuple, free: int) -> list[Row]:
         with self._cv:
+            # Between steps: rows that left the batch stop counting as running (a batch session can
+            # run for as long as newcomers keep joining, so waiting for its end would overcount).
+            for row in self._running:
+                if row.finish_reason is not None or row.error is not None:
+                    self._count(row)
+            self._running = [r for r in self._running if r.finish_reason is None and r.error is None]
             if free <= 0 or not self._pending:
                 return []
             oldest_key, oldest = self._pending[0]
@@ -185,10 +197,7 @@ class Scheduler:
                     row.close()
             with self._cv:
                 for row in self._running:
-                    if row.error is not None:
-                        self.stats.failed += 1
-                    elif not row.cancelled:
-                        self.stats.completed += 1
+                    self._count(row)
                 self._running = []
 
 

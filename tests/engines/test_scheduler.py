@@ -39,6 +39,24 @@ def test_joining_a_running_batch_changes_no_token(engine, scheduler, mode):
     assert scheduler.stats.completed == len(requests)
 
 
+def test_rows_that_finished_stop_counting_as_running(engine, scheduler):
+    """A batch session lasts as long as newcomers keep joining; the load the router reads must
+    count the rows decoding now, not every row the session ever held."""
+    long = chat(PROMPTS[0], mode="ar", max_new_tokens=400, stop_token_ids=[])
+    seen = []
+
+    async def run():
+        first = asyncio.ensure_future(scheduler.submit(long))
+        for i in range(6):  # short ones join the long one's batch and leave
+            await scheduler.submit(chat(PROMPTS[1 + i % 3], mode="ar", seed=i, max_new_tokens=3, stop_token_ids=[]))
+            seen.append(scheduler.load()["running"])
+        await first
+
+    asyncio.run(run())
+    assert scheduler.stats.admitted_mid_batch >= 1 and max(seen) <= 2  # the long row, and at most one joining
+    assert scheduler.stats.completed == 7 and scheduler.load()["running"] == 0
+
+
 def test_full_queue_is_refused_with_retry_after(engine):
     scheduler = Scheduler(engine, SchedulerConfig(max_batch_size=1, max_queue=2, retry_after_s=2.5))
     try:
