@@ -9,6 +9,7 @@ with `torch.utils.flop_counter` on a real decoder step).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import statistics
@@ -115,20 +116,32 @@ def block_step_ms(engine: DiffusionEngine, prompts: list[list[int]], steps: int,
     return elapsed * 1000 / max(1, max(r.stats.forwards - 1 for r in results))
 
 
-def block_steps_by_task(engine: DiffusionEngine, steps: int, n: int = 4, canvas_sizes: tuple[int, ...] = (64, 128, 256)) -> dict[str, float]:
-    """Mean denoising steps a canvas takes per task family (the model stops early once its canvas is
-    stable and confident: 2-3 steps on a one-line label, all of them on long free text), on `n` of
-    the task suite's test items per family, each on the smallest canvas that holds its answer."""
+def canvas_costs_by_task(
+    engine: DiffusionEngine, steps: int, n: int = 4, canvas_sizes: tuple[int, ...] = (64, 128, 256), skip_verified: tuple[str, ...] = ()
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per task family, on `n` of the task suite's test items each, on the smallest canvas that
+    holds the answer: the mean denoising steps a block canvas takes (the model stops once its
+    canvas is stable and confident: 2-3 steps on a one-line label, all of them on long free
+    text), and the verified rounds (draft, verify, correct) a canvas's worth of answer takes:
+    1.0 when the draft is right, more for each wrong token in it.
+    Families in `skip_verified` (drafts almost never accepted: each token costs a whole draft)
+    are not run verified."""
     from engines.tasks import generate_suite
 
     sizes = [c for c in canvas_sizes if c <= engine.config.canvas_length] or [engine.config.canvas_length]
-    per_family: dict[str, list[int]] = {}
+    block_steps: dict[str, list[int]] = {}
+    verified: dict[str, list[tuple[int, int]]] = {}  # family -> (rounds, canvases the answer spans) per item
     for i, item in enumerate(generate_suite(n, split="test", seed=1)):
         tokens = item.count_tokens(engine.tokenizer) + 1
         canvas = next((c for c in sizes if c >= tokens), sizes[-1])
         req = GenerationRequest(messages=item.messages, mode="block", seed=i, canvas=canvas, max_new_tokens=canvas, max_denoising_steps=steps)
-        per_family.setdefault(item.family, []).extend(engine.generate(req).stats.steps_per_canvas)
-    return {family: round(statistics.mean(counts), 2) for family, counts in per_family.items()}
+        block_steps.setdefault(item.family, []).extend(engine.generate(req).stats.steps_per_canvas)
+        if item.family not in skip_verified:
+            stats = engine.generate(dataclasses.replace(req, mode="verified")).stats
+            verified.setdefault(item.family, []).append((len(stats.steps_per_canvas), max(1, -(-stats.output_tokens // canvas))))
+    steps_by_task = {family: round(statistics.mean(counts), 2) for family, counts in block_steps.items()}
+    rounds_per_canvas = {family: round(sum(r for r, _ in runs) / sum(c for _, c in runs), 2) for family, runs in verified.items()}
+    return steps_by_task, rounds_per_canvas
 
 
 def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
@@ -234,8 +247,10 @@ def main(args) -> int:
         sizes = sorted({64, 128, engine.config.canvas_length} & set(range(1, engine.config.canvas_length + 1)))
         by_canvas = {c: {b: statistics.median(block_step_ms(engine, prompts, args.steps, c, b) for _ in range(3)) for b in (1, 8)} for c in sizes}
         print("block ms per step by canvas and batch: " + ", ".join(f"{c}: {v[1]:.1f} / {v[8]:.1f}" for c, v in by_canvas.items()))
-        steps_by_task = block_steps_by_task(engine, args.steps)
+        hopeless = tuple(t for t, a in by_task.items() if a < 0.1)  # from the eval: drafts almost never accepted
+        steps_by_task, rounds_per_canvas = canvas_costs_by_task(engine, args.steps, skip_verified=hopeless)
         print("block steps per canvas by task: " + ", ".join(f"{t} {s:.1f}" for t, s in steps_by_task.items()))
+        print("verified rounds per canvas by task: " + ", ".join(f"{t} {s:.2f}" for t, s in rounds_per_canvas.items()))
         verified = verified or list(by_task.values())
         profile = CostProfile(
             ms_per_forward={e: {b: by[(e, b)]["ms_per_forward"] for b in (1, 8)} for e in ("block", "ar")},
@@ -244,6 +259,7 @@ def main(args) -> int:
             acceptance=sum(verified) / len(verified) if verified else 0.5,
             acceptance_by_task=by_task,
             block_steps_by_task=steps_by_task,
+            verified_rounds_per_canvas=rounds_per_canvas,
             steps=args.steps,
             machine=f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         )

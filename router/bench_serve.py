@@ -60,6 +60,7 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
 
     sem = asyncio.Semaphore(concurrency)
     latencies, outputs, modes, errors = [], [None] * len(items), [None] * len(items), 0
+    item_ms = [0.0] * len(items)
 
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
 
@@ -69,6 +70,7 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
                 t0 = time.perf_counter()
                 r = await client.post("/v1/chat/completions", json={"model": model, "messages": item.messages, "max_tokens": max_tokens})
                 latencies.append(time.perf_counter() - t0)
+                item_ms[i] = latencies[-1] * 1000
                 if r.status_code != 200:
                     errors += 1
                     return
@@ -83,9 +85,10 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
     tokens = sum(out[1] for out in outputs if out is not None)
     latencies.sort()
     by_family: dict[str, dict] = {}
-    for item, s, mode in zip(items, scores, modes):
-        f = by_family.setdefault(item.family, {"n": 0, "exact": 0, "modes": {}})
+    for item, s, mode, ms in zip(items, scores, modes, item_ms):
+        f = by_family.setdefault(item.family, {"n": 0, "exact": 0, "ms": 0.0, "modes": {}})
         f["n"] += 1
+        f["ms"] += ms
         f["exact"] += bool(s and s.exact)
         if mode:
             f["modes"][mode] = f["modes"].get(mode, 0) + 1
@@ -120,7 +123,8 @@ def summarize(runs: list[dict]) -> list[dict]:
         for r in mine:
             for m, n in r["modes"].items():
                 rec["modes"][m] = rec["modes"].get(m, 0) + n
-        rec["by_family"] = {f: {"exact": sum(r["by_family"][f]["exact"] for r in mine), "n": sum(r["by_family"][f]["n"] for r in mine)}
+        rec["by_family"] = {f: {"exact": sum(r["by_family"][f]["exact"] for r in mine), "n": sum(r["by_family"][f]["n"] for r in mine),
+                                "mean_ms": sum(r["by_family"][f]["ms"] for r in mine) / sum(r["by_family"][f]["n"] for r in mine)}
                             for f in mine[0]["by_family"]}
         rounds_best = []
         for r in mine:

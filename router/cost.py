@@ -29,6 +29,9 @@ class CostProfile:
     # Mean denoising steps a canvas takes per task type (the model stops once its canvas is stable and
     # confident), measured at `steps` max steps on the task suite; absent tasks pay the policy's steps.
     block_steps_by_task: dict[str, float] = field(default_factory=dict)
+    # Verified rounds (draft, verify, correct) per canvas's worth of answer per task type, measured the
+    # same way: 1.0 when drafts are right, more per wrong token; absent tasks: from their acceptance.
+    verified_rounds_per_canvas: dict[str, float] = field(default_factory=dict)
     steps: int = 12  # the max denoising steps block_steps_by_task was measured at
     machine: str = ""  # where it was measured
     extra: dict = field(default_factory=dict)
@@ -63,8 +66,11 @@ class CostProfile:
         denoise = self.canvas_steps(steps, task)
         if mode == "block":
             return math.ceil(tokens / canvas) * (denoise + 1)
+        measured = self.verified_rounds_per_canvas.get(task) if task else None
+        if measured is not None:
+            return measured * math.ceil(tokens / canvas) * (denoise + 2)
         acceptance = self.acceptance_by_task.get(task, self.acceptance) if task else self.acceptance
-        per_round = max(1.0, acceptance * canvas + 1)  # verified: accepted prefix + the AR token
+        per_round = max(1.0, acceptance * canvas + 1)  # accepted prefix + the AR token
         return math.ceil(tokens / per_round) * (denoise + 2)
 
     def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None = None) -> float:
@@ -104,6 +110,7 @@ class CostProfile:
         raw["ms_per_forward"] = {e: {int(b): float(ms) for b, ms in v.items()} for e, v in raw["ms_per_forward"].items()}
         raw["block_ms_by_canvas"] = {int(c): {int(b): float(ms) for b, ms in v.items()} for c, v in raw.get("block_ms_by_canvas", {}).items()}
         raw["block_steps_by_task"] = {t: float(s) for t, s in raw.get("block_steps_by_task", {}).items()}
+        raw["verified_rounds_per_canvas"] = {t: float(s) for t, s in raw.get("verified_rounds_per_canvas", {}).items()}
         return cls(**raw)
 
 

@@ -14,7 +14,7 @@ from router.cli import main as tandem
 def _run(policy, concurrency, round_, rps, exact=0.5):
     return {"policy": policy, "concurrency": concurrency, "round": round_, "requests": 4, "errors": 0, "requests_per_s": rps,
             "output_tokens_per_s": 10 * rps, "p50_ms": 100.0, "p99_ms": 200.0, "exact_match": exact, "family_score": exact,
-            "modes": {policy: 4}, "by_family": {"code": {"n": 4, "exact": int(4 * exact), "modes": {}}}}
+            "modes": {policy: 4}, "by_family": {"code": {"n": 4, "exact": int(4 * exact), "ms": 400.0, "modes": {}}}}
 
 
 def test_rounds_become_medians_and_ratios_to_each_rounds_better_single_mode():
@@ -26,7 +26,7 @@ def test_rounds_become_medians_and_ratios_to_each_rounds_better_single_mode():
     assert router["requests_per_s"] == 5.0 and router["rounds"] == 3 and router["exact_match"] == pytest.approx(0.75)
     assert router["requests_vs_ar"] == pytest.approx(5.0 / 3.0) and router["requests_vs_block"] == pytest.approx(1.0)
     assert router["rounds_vs_best_single"] == pytest.approx([1.0, 1.1, 1.1])  # each round against its own best single mode
-    assert router["modes"] == {"router": 12} and router["by_family"]["code"] == {"exact": 9, "n": 12}
+    assert router["modes"] == {"router": 12} and router["by_family"]["code"] == {"exact": 9, "n": 12, "mean_ms": 100.0}
 
 
 def test_bench_serve_runs_every_policy_through_http(base_url, tmp_path, capsys):

@@ -35,3 +35,14 @@ def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         tandem(["bench", "engines", "--acceptance-from", str(tmp_path / "missing.json")])
     assert exc.value.code == 2 and "no such file" in capsys.readouterr().err
+
+
+def test_canvas_costs_are_measured_per_task_family(engine):
+    """What the cost profile's per-task figures come from: block steps per canvas (never past the
+    budget) and verified rounds per canvas (at least one), per suite family."""
+    from engines.bench import canvas_costs_by_task
+
+    steps, per_round = canvas_costs_by_task(engine, steps=2, n=1, skip_verified=("reason", "write", "plan", "extract"))
+    assert set(steps) == {"extract", "classify", "summarize", "plan", "code", "reason", "write"}
+    assert all(1 <= s <= 2 for s in steps.values())
+    assert set(per_round) == {"classify", "summarize", "code"} and all(r >= 1 for r in per_round.values())

@@ -24,7 +24,7 @@ def write_jsonl(path: Path, recs: list[dict]) -> Path:
 def test_route_prints_the_decision_as_json(capsys):
     assert main(["route", "Write a poem about the sea in winter.", "--request-id", "abc"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["mode"] == "block" and d["task"] == "write"  # the shipped policy: write's block answers score as AR's and d["request_id"] == "abc" and d["policy_version"] == 0
+    assert d["mode"] == "ar" and d["task"] == "write" and d["request_id"] == "abc" and d["policy_version"] == 0  # no queue view: write's default
     assert main(["route", "Extract the name as JSON: Bob is 40.", "--header", "x-tandem-mode=verified"]) == 0
     assert json.loads(capsys.readouterr().out)["forced_by"] == "header"
 

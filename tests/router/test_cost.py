@@ -116,6 +116,18 @@ def test_block_cost_counts_the_steps_a_canvas_of_the_task_really_takes():
     assert measured.forwards("verified", 2, 12, 64, "classify") == 4.0  # the draft's steps + commit + verify
 
 
+def test_verified_cost_counts_the_rounds_a_task_really_needs():
+    """A 77% acceptance rate does not mean a 25-token answer comes from one 64-token draft: each
+    wrong token costs another round. Measured rounds per canvas say how many it takes."""
+    by_acceptance = CostProfile(ms_per_forward=CPU.ms_per_forward, canvas=256, acceptance_by_task={"extract": 0.77},
+                                block_steps_by_task={"extract": 4.0})
+    measured = CostProfile(ms_per_forward=CPU.ms_per_forward, canvas=256, acceptance_by_task={"extract": 0.77},
+                           block_steps_by_task={"extract": 4.0}, verified_rounds_per_canvas={"extract": 3.0})
+    assert by_acceptance.forwards("verified", 40, 12, 64, "extract") == 6.0  # one round: 0.77 x 64 + 1 >= 40
+    assert measured.forwards("verified", 40, 12, 64, "extract") == 18.0  # three rounds on its one canvas
+    assert measured.forwards("verified", 100, 12, 64, "extract") == 36.0  # two canvases' worth
+
+
 def test_a_one_word_label_goes_to_ar_when_block_matches_its_quality(model):
     """At idle a short label costs ~2 AR steps but a whole canvas's denoising in block mode; for a task
     where block's answers are as good as AR's, the router takes the faster one."""
