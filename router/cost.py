@@ -59,8 +59,8 @@ class CostProfile:
 
     def forwards(self, mode: str, tokens: int, steps: int, canvas: int, task: str | None = None) -> float:
         """Model calls to write `tokens` in `mode`: one per token in AR; per canvas its expected
-        denoising steps and a commit; verified adds the verify pass and needs more rounds the less of
-        a draft the task's measured acceptance keeps."""
+        denoising steps and a commit; verified, per round its draft's steps, the verify pass and
+        the correction, and the task's measured rounds per canvas (else rounds from its acceptance)."""
         if mode == "ar":
             return tokens
         denoise = self.canvas_steps(steps, task)
