@@ -213,15 +213,25 @@ def _positive(text: str) -> int:
     return value
 
 
+def _policies(text: str) -> str:
+    import argparse
+
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown policy {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICIES)}")
+    return ",".join(names)
+
+
 def register(bench_commands) -> None:
     p = bench_commands.add_parser("serve", help="all-AR / all-block / all-verified / router through HTTP on the task suite")
     p.add_argument("--url", default=None, help="a running app (default: start one in-process)")
     p.add_argument("--checkpoint", default=None, help="checkpoint for the in-process app (default: the shipped model)")
-    p.add_argument("--n", type=int, default=6, help="test items per task family")
+    p.add_argument("--n", type=_positive, default=6, help="test items per task family")
     p.add_argument("--max-tokens", type=int, default=768, help="max_tokens of every request")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=_positive, default=1, help="rounds over all policies; the table shows medians (noisy machines: 3-5)")
-    p.add_argument("--policies", default=",".join(POLICIES), help=f"comma-separated subset of {', '.join(POLICIES)}")
+    p.add_argument("--policies", type=_policies, default=",".join(POLICIES), help=f"comma-separated subset of {', '.join(POLICIES)}")
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None, help="PNG of throughput and quality per policy")
     p.set_defaults(func=main)

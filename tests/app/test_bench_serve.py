@@ -43,7 +43,9 @@ def test_bench_serve_runs_every_policy_through_http(base_url, tmp_path, capsys):
     assert "req/s vs all-block" in capsys.readouterr().out
 
 
-def test_repeat_must_be_positive(capsys):
+@pytest.mark.parametrize("args, message", [(["--repeat", "0"], "at least 1"), (["--n", "zero"], "not an integer"),
+                                           (["--policies", "all-ar,fastest"], "unknown policy fastest"), (["--policies", ","], "none given")])
+def test_bad_arguments_are_refused_before_any_work(args, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        tandem(["bench", "serve", "--repeat", "0"])
-    assert exc.value.code == 2 and "at least 1" in capsys.readouterr().err
+        tandem(["bench", "serve", *args])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
