@@ -22,9 +22,7 @@ import json
 import logging
 import os
 import time
-from typing import Any
 
-import jsonschema
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from opentelemetry import trace
@@ -34,6 +32,7 @@ from engines.deployment import EngineFailure, rss_mb
 from engines.types import GenerationRequest, GenerationResult
 from policies.stores import redact
 from router.cost import Backlog, Calibration
+from router.schemas import SchemaCheck, check_off_loop, compile_schema
 from router.openai_api import (
     DEFAULT_MAX_TOKENS,
     DONE,
@@ -145,8 +144,12 @@ class Gateway:
             raise validation_error(exc) from None
         except ValueError as exc:
             raise ApiError(400, str(exc), code="invalid_value", param="messages") from None
+        fmt = req.response_format
+        schema_check = None
+        if fmt is not None and fmt.type != "text":
+            schema_check = await check_off_loop(compile_schema, fmt.schema_())
         gen = GenerationRequest(messages=messages)
-        return await self._serve(request, req, gen, chat=True)
+        return await self._serve(request, req, gen, chat=True, schema_check=schema_check)
 
     async def completions(self, request: Request):
         body = await self._json_body(request)
@@ -341,7 +344,7 @@ class Gateway:
             self._first_poll.set()
             await asyncio.sleep(0.5)
 
-    async def _serve(self, http: Request, req, gen: GenerationRequest, chat: bool):
+    async def _serve(self, http: Request, req, gen: GenerationRequest, chat: bool, schema_check: SchemaCheck | None = None):
         from router.errors import RouterError
         from router.types import RouteRequest
 
@@ -384,12 +387,11 @@ class Gateway:
                 body = self._stream(req, gen, opened, decision, route, chat, rid, started)
                 return StreamingResponse(body, media_type="text/event-stream", headers=headers)
             result, mode, degraded = await self._generate(gen, decision)
-            schema_check = _json_check(getattr(req, "response_format", None))
-            if schema_check and not schema_check(result.text) and mode == "block":
+            if schema_check and not await check_off_loop(schema_check.matches, result.text) and mode == "block":
                 retry_mode = self.router.policy.safe_mode
                 with self.telemetry.tracer.start_as_current_span("tandem.json_retry", attributes={"mode": retry_mode}):
                     result, mode, degraded = await self._generate(dataclasses.replace(gen, mode=retry_mode), decision)
-            if schema_check and not schema_check(result.text):
+            if schema_check and not await check_off_loop(schema_check.matches, result.text):
                 self.stats.error(422)
                 raise ApiError(422, "the model's answer is not JSON matching response_format, even after a retry in "
                                f"{mode} mode", code="response_format_unsatisfied", param="response_format")
@@ -578,28 +580,6 @@ def _engine_span(tracer, span, result: GenerationResult) -> None:
         child.end(end_time=ended)
     if parent is not span:
         parent.end(end_time=times[-1][1] if times else None)
-
-
-def _json_check(response_format) -> Any:
-    """A predicate for answers that must be JSON (and match a schema), or None for free text."""
-    if response_format is None or response_format.type == "text":
-        return None
-    schema = response_format.schema_()
-
-    def ok(text: str) -> bool:
-        try:
-            value = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            return False
-        if schema is None:
-            return isinstance(value, dict)
-        try:
-            jsonschema.validate(value, schema)
-        except (jsonschema.ValidationError, jsonschema.SchemaError):
-            return False
-        return True
-
-    return ok
 
 
 class _policy_errors:

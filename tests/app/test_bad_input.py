@@ -60,3 +60,26 @@ def test_mode_header_with_a_bad_value(base_url):
 
 def test_still_serving_after_all_that(base_url):
     assert httpx.post(base_url + URL, json={**OK, "model": "tandem-ar"}, timeout=30).status_code == 200
+
+
+def test_remote_schema_ref_is_refused_and_never_fetched(base_url):
+    from tests.listener import Listener
+
+    with Listener(delay_s=5.0) as listener:
+        schema = {"type": "object", "properties": {"a": {"$ref": f"{listener.url}/slow.json"}}}
+        body = {**OK, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}}
+        r = httpx.post(base_url + URL, json=body, timeout=30)
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert error["code"] == "invalid_schema" and "is not local" in error["message"]
+        assert listener.hits == []
+
+
+def test_deeply_nested_schema_is_a_400(base_url):
+    schema = {"type": "string"}
+    for _ in range(300):
+        schema = {"not": schema}
+    body = {**OK, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}}
+    r = httpx.post(base_url + URL, json=body, timeout=30)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "invalid_schema"
