@@ -14,19 +14,12 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
+from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, default_checkpoint
 from engines.errors import EngineError, EngineOverloadedError, EngineUnavailableError, InvalidRequestError
 from engines.types import GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.engine")
-
-SHIPPED_CHECKPOINT = Path(__file__).parent / "checkpoints" / "tandem-tiny"
-
-
-def default_checkpoint() -> str:
-    return os.environ.get("TANDEM_CHECKPOINT") or str(SHIPPED_CHECKPOINT)
-
 
 @dataclass
 class EngineFailure:
@@ -69,9 +62,9 @@ class EngineDeployment:
         dtype: str = "float32",
         device: str = "cpu",
         threads: int | None = None,
-        max_batch_size: int = 8,
-        max_queue: int = 64,
-        max_wait_s: float = 0.5,
+        max_batch_size: int = MAX_BATCH_SIZE,
+        max_queue: int = MAX_QUEUE,
+        max_wait_s: float = MAX_WAIT_S,
     ):
         import torch
 
@@ -125,10 +118,10 @@ class EngineDeployment:
         }
 
     def cost_profile(self) -> dict | None:
-        """The checkpoint's measured cost profile (router.cost), if it ships one."""
+        """The checkpoint's measured cost profile (engines.cost), if it ships one."""
         from dataclasses import asdict
 
-        from router.cost import CostProfile
+        from engines.cost import CostProfile
 
         profile = CostProfile.load(self.engine.path)
         return asdict(profile) if profile else None

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
 from engines.errors import EngineOverloadedError, EngineUnavailableError
 from engines.rows import Row
@@ -32,9 +33,9 @@ log = logging.getLogger("tandem.scheduler")
 
 @dataclass
 class SchedulerConfig:
-    max_batch_size: int = 8  # rows decoded together in one forward
-    max_queue: int = 64  # waiting requests beyond the running batch; more are refused with 429
-    max_wait_s: float = 0.5  # how long an incompatible request may wait before batches stop admitting
+    max_batch_size: int = MAX_BATCH_SIZE  # rows decoded together in one forward
+    max_queue: int = MAX_QUEUE  # waiting requests beyond the running batch; more are refused with 429
+    max_wait_s: float = MAX_WAIT_S  # how long an incompatible request may wait before batches stop admitting
     retry_after_s: float = 1.0  # Retry-After sent with a 429
 
 

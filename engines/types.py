@@ -6,8 +6,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
-Mode = Literal["block", "verified", "ar"]
+from engines.defaults import DEFAULT_MAX_TOKENS
+
+Mode = Literal["block", "verified", "ar"]  # how a request is decoded
 MODES: tuple[Mode, ...] = ("block", "verified", "ar")
+Engine = Literal["block", "ar"]  # the deployment that serves a mode: BlockEngine or AREngine
+ENGINE_OF_MODE: dict[Mode, Engine] = {"block": "block", "verified": "block", "ar": "ar"}  # verified rides on the block engine
 FinishReason = Literal["stop", "length", "cancelled"]
 
 
@@ -18,7 +22,7 @@ class GenerationRequest:
     prompt: str | list[int] | None = None  # raw text is tokenized as is; token ids are used verbatim
     messages: list[dict] | None = None  # chat turns, rendered with the checkpoint's chat template
     mode: Mode = "block"  # block: diffusion canvases; verified: diffusion drafts checked by AR; ar: token by token
-    max_new_tokens: int = 256  # hard cap on output tokens (finish_reason "length" when hit)
+    max_new_tokens: int = DEFAULT_MAX_TOKENS  # hard cap on output tokens (finish_reason "length" when hit)
     # Sampling. temperature 0 is greedy (argmax) in AR and verified modes; block mode always samples its
     # canvas with the library's temperature schedule (t_max -> t_min) and commits the argmax.
     temperature: float = 0.0

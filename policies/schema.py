@@ -11,7 +11,7 @@ Notable choices:
   names the valid values in its message, so a refused policy says exactly what to fix.
 - `version` is assigned by the store on write; a policy file may carry it but `apply` ignores it.
 - `route_for(task, tokens)` is the one place the task/length rule lives: the router uses it
-  for live decisions and `router.dataset` uses it to label the data set's expected mode.
+  for live decisions and `router.training.dataset` uses it to label the data set's expected mode.
 - API keys may be written in the clear or as `sha256:<hex digest>`, so a policy in Redis or in
   git need not hold secrets.
 """
@@ -23,8 +23,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-Mode = Literal["block", "verified", "ar"]
-MODES: tuple[str, ...] = ("block", "verified", "ar")
+from engines.defaults import CANVAS_SIZES
+from engines.types import MODES, Mode
+
 TASKS: tuple[str, ...] = ("extract", "classify", "summarize", "rewrite", "plan", "short_qa", "reason", "code", "write")
 AUTO = "auto"  # a model alias that lets the router choose
 
@@ -156,7 +157,7 @@ class Policy(_Strict):
     version: int = Field(0, ge=0, description="Assigned by the store on every write (1, 2, ...); 0 for a policy never stored.")
     description: str = Field("", description="Free text: what this version changes and why.")
     canvas_sizes: list[int] = Field(
-        default_factory=lambda: [64, 128, 256],
+        default_factory=lambda: list(CANVAS_SIZES),
         description="Canvas sizes the model was trained on, ascending; a decision takes the smallest that holds the "
         "predicted length (the largest when none does).",
     )

@@ -1,7 +1,7 @@
 """The gateway's routing side: request features, the learned classifier and length predictor,
 and `Router.decide`, which turns a prediction and the live policy into a decision.
 
-Import-light on purpose (router.cli is imported by the `tandem` console script): names load on
+Import-light on purpose (router.tools.cli is imported by the `tandem` console script): names load on
 first use, and scikit-learn only when a model is loaded or trained."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ _EXPORTS = {
     "Decision": "router.types",
     "Prediction": "router.types",
     "RouterError": "router.errors",
-    "RouterModel": "router.model",
-    "load_model": "router.model",
+    "RouterModel": "router.classifier",
+    "load_model": "router.classifier",
     "log_decision": "router.decisions_log",
     "read_decisions": "router.decisions_log",
 }

@@ -28,12 +28,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from engines.types import ENGINE_OF_MODE, MODES
 from router.errors import RouterError
 from router.features import extract_features
 from router.types import Decision, Prediction, RouteRequest
 
 _FORCED_RULES = {"model": "forced_model", "header": "forced_header", "api_key": "api_key"}
-_MODES = ("block", "verified", "ar")
 
 
 def unit_draw(request_id: str) -> float:
@@ -44,7 +44,7 @@ def unit_draw(request_id: str) -> float:
 class Router:
     """Routes requests with a learned model and a policy store.
 
-    `model`: a `router.model.RouterModel` (default: the shipped router/models/default.skops).
+    `model`: a `router.classifier.RouterModel` (default: the shipped router/models/default.skops).
     `store`: a `policies.PolicyStore`, a `Policy` (held in memory), or None for
     `policies.load_store(policy_source)` ($TANDEM_POLICY_SOURCE or policies/default.yaml)."""
 
@@ -53,7 +53,7 @@ class Router:
         from policies.stores import MemoryStore, load_store
 
         if model is None:
-            from router.model import load_model
+            from router.classifier import load_model
 
             model = load_model(model_path)
         self.model = model
@@ -62,7 +62,7 @@ class Router:
         elif isinstance(store, Policy):
             store = MemoryStore(store)
         self.store = store
-        self.cost = None  # a router.cost.CostProfile, set by the gateway when the checkpoint ships one
+        self.cost = None  # a engines.cost.CostProfile, set by the gateway when the checkpoint ships one
 
     @property
     def policy(self):
@@ -77,7 +77,7 @@ class Router:
     ) -> Decision:
         """The decision for one request. `load` maps a mode to its queue fill (queued / capacity),
         read only when the policy's load_aware is enabled; `queues` maps an engine ("block", "ar") to
-        its `queued`, `running` and `capacity`, read with `self.cost` (a `router.cost.CostProfile`)
+        its `queued`, `running` and `capacity`, read with `self.cost` (a `engines.cost.CostProfile`)
         when load_aware.cost_aware is on. Raises RouterError for refused requests."""
         req = request if isinstance(request, RouteRequest) else RouteRequest.model_validate(request)
         policy = self.store.current()
@@ -140,7 +140,7 @@ class Router:
 
         def estimate(m: str) -> float | None:
             raw = self.finish_estimate(m, tokens, steps, canvas, task, queues)
-            return None if raw is None else raw * queues["ar" if m == "ar" else "block"].get("calibration", 1.0)
+            return None if raw is None else raw * queues[ENGINE_OF_MODE[m]].get("calibration", 1.0)
 
         here = estimate(mode)
         options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]
@@ -154,7 +154,7 @@ class Router:
         """Milliseconds until a request would finish in `mode` given the queue view, by the cost
         profile alone (None without a profile or a view of that engine). `queues[engine]` may
         carry `backlog_ms` (block) and a `calibration` factor, which `decide` applies."""
-        q = queues.get("ar" if mode == "ar" else "block") if queues else None
+        q = queues.get(ENGINE_OF_MODE[mode]) if queues else None
         if self.cost is None or not q:
             return None
         return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, q.get("queued", 0), q.get("running", 0),
@@ -171,7 +171,7 @@ class Router:
         for name, value in req.headers.items():
             if name.lower() == rules.header:
                 v = str(value).strip().lower()
-                if v not in _MODES and v != "auto":
+                if v not in MODES and v != "auto":
                     raise RouterError(400, "invalid_mode_header", f"header {rules.header} must be auto, block, verified or ar; got {value!r}", rules.header)
                 header_mode = None if v == "auto" else v
                 break

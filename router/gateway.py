@@ -29,12 +29,12 @@ from opentelemetry import trace
 from pydantic import ValidationError
 
 from engines.deployment import EngineFailure, rss_mb
-from engines.types import GenerationRequest, GenerationResult
+from engines.defaults import DEFAULT_MAX_TOKENS
+from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
 from policies.stores import redact
-from router.cost import Backlog, Calibration
+from router.routing_view import Backlog, Calibration
 from router.schemas import SchemaCheck, check_off_loop, compile_schema
 from router.openai_api import (
-    DEFAULT_MAX_TOKENS,
     DONE,
     ApiError,
     ChatCompletionRequest,
@@ -54,7 +54,6 @@ log = logging.getLogger("tandem.gateway")
 api = FastAPI(title="Tandem", description="One OpenAI-compatible endpoint for a block-diffusion LM.", version="0.1.0")
 
 MODELS = ("tandem", "tandem-block", "tandem-verified", "tandem-ar")
-ENGINE_OF_MODE = {"block": "block", "verified": "block", "ar": "ar"}
 
 
 @api.exception_handler(ApiError)
@@ -292,7 +291,7 @@ class Gateway:
         finish (to calibrate against) and, on the block engine, its work in the backlog."""
         engine = ENGINE_OF_MODE[gen.mode]
         ticket = _Ticket(engine, time.monotonic())
-        cost = self.router.cost
+        cost = self.engines.cost
         if cost is not None:
             tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens) if decision else gen.max_new_tokens)
             steps, task = gen.max_denoising_steps or cost.steps, decision.task if decision else None
@@ -321,12 +320,12 @@ class Gateway:
         return self.canvas_limit
 
     async def _poll_loads(self) -> None:
-        from router.cost import CostProfile
+        from engines.cost import CostProfile
 
         try:
             raw = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=5.0)
             if raw:
-                self.router.cost = CostProfile(**raw)
+                self.engines.cost = CostProfile(**raw)
         except Exception:
             log.warning("no cost profile from the engines: cost-aware routing stays off")
         await self._canvas_limit()  # fetched once here, so a first burst does not each wait for it

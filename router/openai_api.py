@@ -15,7 +15,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_STOP = 4  # OpenAI's limit on stop sequences
-DEFAULT_MAX_TOKENS = 512
 
 
 class ApiError(Exception):

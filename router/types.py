@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Mode = Literal["block", "verified", "ar"]
+from engines.types import Mode
 
 
 class RouteRequest(BaseModel):

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from router.bench_serve import summarize
-from router.cli import main as tandem
+from router.tools.bench_serve import summarize
+from router.tools.cli import main as tandem
 
 
 def _run(policy, concurrency, round_, rps, exact=0.5):

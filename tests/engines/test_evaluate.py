@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from engines import evaluate
-from engines.evaluate import (
+from engines.training import evaluate
+from engines.training.evaluate import (
     MARGIN,
     Outcome,
     Setting,
@@ -19,8 +19,8 @@ from engines.evaluate import (
     max_new_tokens_for,
     settings,
 )
-from engines.tasks import FAMILIES, LONG_FAMILIES, generate_suite
-from router.cli import main as tandem
+from engines.training.tasks import FAMILIES, LONG_FAMILIES, generate_suite
+from router.tools.cli import main as tandem
 
 RECORD_KEYS = {"family", "mode", "steps", "canvas", "canvas_sizes", "exact_match", "family_score", "tokens_per_forward", "p50_ms", "n"}
 

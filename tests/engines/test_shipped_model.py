@@ -6,9 +6,9 @@ verified output equals its AR output, and its drafts are mostly accepted."""
 import pytest
 
 from engines import DiffusionEngine
-from engines.deployment import SHIPPED_CHECKPOINT
-from engines.evaluate import Setting, run_setting
-from engines.tasks import generate_suite, score
+from engines.defaults import SHIPPED_CHECKPOINT
+from engines.training.evaluate import Setting, run_setting
+from engines.training.tasks import generate_suite, score
 
 
 @pytest.fixture(scope="module")

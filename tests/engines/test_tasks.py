@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from engines.tasks import (
+from engines.training.tasks import (
     FAMILIES,
     SPLITS,
     TaskItem,

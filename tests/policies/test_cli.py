@@ -7,7 +7,7 @@ import json
 import yaml
 
 from policies.stores import DEFAULT_POLICY_PATH, default_policy
-from router.cli import main
+from router.tools.cli import main
 
 
 def test_validate_lists_every_invalid_field(tmp_path, capsys):

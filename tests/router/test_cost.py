@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from router.cost import CostProfile
+from engines.cost import CostProfile
 from policies.schema import DEFAULT_TASK_MODES
 from router import Router
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
@@ -179,7 +179,7 @@ def test_the_gateways_queue_view_counts_its_own_requests_in_flight():
 
 
 def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
-    from router.cost import Backlog
+    from router.routing_view import Backlog
 
     b = Backlog()
     first = b.add(300.0, now=0.0)
@@ -192,7 +192,7 @@ def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
 
 
 def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
-    from router.cost import Calibration
+    from router.routing_view import Calibration
 
     c = Calibration(alpha=0.5)
     assert c.factor == 1.0  # nothing observed yet: the profile as measured

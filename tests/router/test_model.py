@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from router.features import FEATURE_VERSION, features_of
-from router.model import DEFAULT_MODEL_PATH, TRUSTED_TYPES, ModelError, load_model
-from router.train import evaluate
+from router.classifier import DEFAULT_MODEL_PATH, TRUSTED_TYPES, ModelError, load_model
+from router.training.train import evaluate
 from tests.router.test_decide import policy
 
 

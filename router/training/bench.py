@@ -54,7 +54,7 @@ def _row(name: str, wall: np.ndarray, cpu: np.ndarray) -> dict:
 
 def run(n: int = 800, repeat: int = 3, model_path=None, reference_calls: int = 200) -> dict:
     from policies.stores import default_policy
-    from router.dataset import TEST_PATH, load_jsonl
+    from router.training.dataset import TEST_PATH, load_jsonl
     from router.decide import Router
     from router.features import extract_features
     from router.types import RouteRequest

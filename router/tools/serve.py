@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "serve_config.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "serve_config.yaml"
 
 
 def main(args) -> int:

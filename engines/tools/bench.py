@@ -21,20 +21,20 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from engines.batch import SequenceBatch, left_pad
+from engines.defaults import SHIPPED_CHECKPOINT
 from engines.engine import DiffusionEngine
 from engines.errors import InvalidRequestError
 from engines.types import GenerationRequest
 
-SHIPPED = Path(__file__).parent / "checkpoints" / "tandem-tiny"
 MODES = ("reference", "block", "ar", "verified")
 
 
 def load_engine(checkpoint: str | None) -> tuple[DiffusionEngine, str]:
     if checkpoint:
         return DiffusionEngine.from_checkpoint(checkpoint), checkpoint
-    if (SHIPPED / "config.json").is_file():
-        return DiffusionEngine.from_checkpoint(SHIPPED), str(SHIPPED)
-    from engines.testing import save_tiny_checkpoint
+    if (SHIPPED_CHECKPOINT / "config.json").is_file():
+        return DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT), str(SHIPPED_CHECKPOINT)
+    from engines.training.tiny import save_tiny_checkpoint
 
     path = save_tiny_checkpoint(Path(tempfile.mkdtemp()) / "tiny", canvas_length=256, hidden_size=128)
     return DiffusionEngine.from_checkpoint(path), "tiny random model (hidden 128, 2 layers, canvas 256)"
@@ -42,7 +42,7 @@ def load_engine(checkpoint: str | None) -> tuple[DiffusionEngine, str]:
 
 def bench_prompts(n: int) -> list[list[dict]]:
     try:
-        from engines.tasks import generate_suite
+        from engines.training.tasks import generate_suite
 
         items = generate_suite(max(1, n // 7 + 1), split="test", seed=0)
         return [item.messages for item in items][:n]
@@ -126,7 +126,7 @@ def canvas_costs_by_task(
     1.0 when the draft is right, more for each wrong token in it.
     Families in `skip_verified` (drafts almost never accepted: each token costs a whole draft)
     are not run verified."""
-    from engines.tasks import generate_suite
+    from engines.training.tasks import generate_suite
 
     sizes = [c for c in canvas_sizes if c <= engine.config.canvas_length] or [engine.config.canvas_length]
     block_steps: dict[str, list[int]] = {}
@@ -240,7 +240,7 @@ def main(args) -> int:
             f"= {u['share_of_peak'] * 100:.1f}% of peak"
         )
     if args.write_profile:
-        from router.cost import CostProfile
+        from engines.cost import CostProfile
 
         by = {(r["mode"], r["batch"]): r for r in records}
         verified = [r["acceptance"] for r in records if r["mode"] == "verified" and r["acceptance"] is not None]
@@ -249,7 +249,7 @@ def main(args) -> int:
         print("block ms per step by canvas and batch: " + ", ".join(f"{c}: {v[1]:.1f} / {v[8]:.1f}" for c, v in by_canvas.items()))
         # Verified rounds are measured where drafts are known to be accepted, or on short answers: on a
         # long answer whose drafts are almost never accepted each token costs a whole draft (minutes).
-        from engines.tasks import LONG_FAMILIES
+        from engines.training.tasks import LONG_FAMILIES
 
         hopeless = tuple(t for t, a in by_task.items() if a < 0.1) + tuple(t for t in LONG_FAMILIES if t not in by_task)
         steps_by_task, rounds_per_canvas = canvas_costs_by_task(engine, args.steps, skip_verified=hopeless)

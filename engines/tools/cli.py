@@ -50,7 +50,7 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--decay-frac", type=_bounded(float, 0, 1, low_open=True), default=0.15, help="final share of the run (steps, or minutes without --steps) with linear lr decay to 10%%")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=_lazy("engines.train"))
+    p.set_defaults(func=_lazy("engines.training.train"))
 
     p = bench_commands.add_parser("engines", help="library generate() vs block, AR and verified modes, batch 1 and 8")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: a tiny random model)")
@@ -61,7 +61,7 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--modes", default="reference,block,ar,verified", help="comma-separated subset to run (reference and ar are needed)")
     p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")
     p.add_argument("--acceptance-from", type=_existing_file, default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
-    p.set_defaults(func=_lazy("engines.bench"))
+    p.set_defaults(func=_lazy("engines.tools.bench"))
 
     p = commands.add_parser("eval", help="evaluate a checkpoint")
     eval_commands = p.add_subparsers(dest="eval", required=True, metavar="WHAT")
@@ -73,9 +73,9 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--json", default=None, help="write one record per family, mode, steps and canvas here")
     p.add_argument("--plot", default=None, help="save a PNG of quality against denoising steps here")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.set_defaults(func=_lazy("engines.evaluate"))
+    p.set_defaults(func=_lazy("engines.training.evaluate"))
 
     p = commands.add_parser("demo", help="decode one prompt in block, verified and AR mode and print the stats")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
     p.add_argument("prompt", nargs="?", default=None)
-    p.set_defaults(func=_lazy("engines.demo"))
+    p.set_defaults(func=_lazy("engines.tools.demo"))

@@ -1,6 +1,6 @@
 """`tandem eval model`: task-suite quality of one checkpoint in every decoding mode.
 
-Every family of the task suite's test split (`engines.tasks`) is decoded in:
+Every family of the task suite's test split (`engines.training.tasks`) is decoded in:
 - block mode at several denoising-step budgets, on right-sized canvases (the smallest of
   64/128/256 that holds the reference answer + EOS, as training chose them, capped at
   `config.canvas_length`) and on full canvases (`config.canvas_length`);
@@ -31,11 +31,11 @@ from pathlib import Path
 import torch
 
 from engines.engine import DiffusionEngine
-from engines.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, score
-from engines.train import CANVAS_SIZES, canvas_size_for
+from engines.training.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, score
+from engines.defaults import CANVAS_SIZES, SHIPPED_CHECKPOINT
+from engines.training.train import canvas_size_for
 from engines.types import GenerationRequest, Mode
 
-SHIPPED = Path(__file__).parent / "checkpoints" / "tandem-tiny"
 MARGIN = 16  # output tokens allowed beyond the reference answer's length
 BATCH = 8  # requests per generate_batch call
 VERIFIED_STEPS = 12  # denoising steps of verified mode's drafts
@@ -309,7 +309,7 @@ def plot(records: list[dict], path: str | Path, title: str) -> None:
 
 def main(args) -> int:
     torch.set_num_threads(args.threads)
-    checkpoint = args.checkpoint or str(SHIPPED)
+    checkpoint = args.checkpoint or str(SHIPPED_CHECKPOINT)
     engine = DiffusionEngine.from_checkpoint(checkpoint)
     n = args.n or (QUICK_N if args.quick else DEFAULT_N)
     steps = QUICK_BLOCK_STEPS if args.quick else BLOCK_STEPS

@@ -1,5 +1,5 @@
 """The `tandem` command line. One entry point; each package registers its own subcommands
-(`engines.cli`, `policies.cli`, `router.commands`), and heavy imports happen inside the
+(`engines.tools.cli`, `policies.tools.cli`, `router.tools.commands`), and heavy imports happen inside the
 command, so `tandem --help` is instant."""
 
 from __future__ import annotations
@@ -14,21 +14,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="benchmarks that print a table and write JSON")
     bench_commands = bench.add_subparsers(dest="bench", required=True, metavar="WHAT")
 
-    from engines import cli as engines_cli
-    from router import bench_serve, doctor, serve_cmd
+    from engines.tools import cli as engines_cli
+    from policies.tools import cli as policies_cli
+    from router.tools import bench_serve, commands as router_commands, doctor, serve
 
-    serve_cmd.register(commands)
+    serve.register(commands)
     doctor.register(commands)
     bench_serve.register(bench_commands)
     engines_cli.register(commands, bench_commands)
-    for module in ("policies.cli", "router.commands"):
-        try:
-            mod = __import__(module, fromlist=["register"])
-        except ModuleNotFoundError as exc:  # a package not built yet registers nothing
-            if exc.name != module:
-                raise
-            continue
-        mod.register(commands, bench_commands)
+    policies_cli.register(commands, bench_commands)
+    router_commands.register(commands, bench_commands)
     return parser
 
 

@@ -56,7 +56,7 @@ def _start_app(checkpoint: str | None) -> tuple[str, callable]:
 
 
 async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -> dict:
-    from engines.tasks import score
+    from engines.training.tasks import score
 
     sem = asyncio.Semaphore(concurrency)
     latencies, outputs, modes, errors = [], [None] * len(items), [None] * len(items), 0
@@ -142,7 +142,7 @@ def summarize(runs: list[dict]) -> list[dict]:
 
 
 def main(args) -> int:
-    from engines.tasks import generate_suite
+    from engines.training.tasks import generate_suite
 
     items = generate_suite(args.n, split="test", seed=args.seed)
     random.Random(args.seed).shuffle(items)

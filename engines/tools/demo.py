@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engines.bench import load_engine
+from engines.tools.bench import load_engine
 from engines.types import GenerationRequest
 
 DEFAULT_PROMPT = "Extract the name and the city as JSON: Alice Smith moved to Paris last spring."

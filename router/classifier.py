@@ -367,7 +367,7 @@ def save_model(model: RouterModel, path: str | Path) -> Path:
                       "meta_json": json.dumps(model.meta)}, compression=8)
     untrusted = set(sio.get_untrusted_types(data=blob)) - set(TRUSTED_TYPES)
     if untrusted:
-        raise ModelError(f"model needs types outside router.model.TRUSTED_TYPES: {sorted(untrusted)}")
+        raise ModelError(f"model needs types outside router.classifier.TRUSTED_TYPES: {sorted(untrusted)}")
     path.write_bytes(blob)
     path.with_suffix(".json").write_text(json.dumps(model.meta, indent=2, sort_keys=True) + "\n")
     return path

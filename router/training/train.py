@@ -1,7 +1,7 @@
 """Train and evaluate the router model (`tandem router train` / `tandem router evaluate`).
 
 `fit(records)` trains the calibrated task classifier and the p90 length regressor on data-set
-lines (see router/dataset.py for the format). `evaluate(model, records)` reports task accuracy,
+lines (see router/training/dataset.py for the format). `evaluate(model, records)` reports task accuracy,
 a per-class report, the confusion matrix, mode agreement (what the default policy decides with
 this model vs the labeled mode) and length coverage (share of answers within the predicted p90).
 `train(...)` does both, with the held-out split, and saves the model with its metadata.
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from router.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
+from router.training.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
 from router.features import FEATURE_VERSION, NUMERIC_FEATURES, features_of
-from router.model import (
+from router.classifier import (
     QUANTILE,
     RouterModel,
     build_classifier,
@@ -89,10 +89,10 @@ def _fit(records: list[dict], seed: int) -> RouterModel:
 
 def evaluate(model: RouterModel, records: list[dict], policy=None) -> dict:
     """Metrics on labeled records; `policy` decides the modes (default: the one the data set's mode
-    labels follow, `router.dataset.labeling_policy`)."""
+    labels follow, `router.training.dataset.labeling_policy`)."""
     from sklearn.metrics import classification_report, confusion_matrix
 
-    from router.dataset import labeling_policy
+    from router.training.dataset import labeling_policy
     from router.decide import Router
 
     policy = policy or labeling_policy()
@@ -185,7 +185,7 @@ def train(
 ) -> tuple[RouterModel, dict, Path]:
     """Fit on `data` (default: the shipped train split) plus, with `from_redis`, the logged
     decisions; evaluate on `test` (default: the shipped held-out split); save to `out`."""
-    from router.model import DEFAULT_MODEL_PATH
+    from router.classifier import DEFAULT_MODEL_PATH
 
     records = load_jsonl(data or TRAIN_PATH) if base else []
     n_redis = 0

@@ -14,7 +14,7 @@ def _errors_as_messages(fn):
     def run(args: argparse.Namespace) -> int:
         from policies.errors import PolicyError
         from router.errors import RouterError
-        from router.model import ModelError
+        from router.classifier import ModelError
 
         try:
             return fn(args)
@@ -30,7 +30,7 @@ def _errors_as_messages(fn):
 
 @_errors_as_messages
 def cmd_train(args: argparse.Namespace) -> int:
-    from router.train import format_report, train
+    from router.training.train import format_report, train
 
     model, report, path = train(
         data=args.data, out=args.out, test=args.test, from_redis=args.from_redis, redis_stream=args.stream, base=not args.no_base, seed=args.seed
@@ -44,9 +44,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 @_errors_as_messages
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from policies.stores import load_store
-    from router.dataset import load_jsonl
-    from router.model import load_model
-    from router.train import evaluate, format_report
+    from router.training.dataset import load_jsonl
+    from router.classifier import load_model
+    from router.training.train import evaluate, format_report
 
     model = load_model(args.model)
     policy = load_store(args.policy).current() if args.policy else None
@@ -64,7 +64,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 @_errors_as_messages
 def cmd_dataset(args: argparse.Namespace) -> int:
-    from router.dataset import build
+    from router.training.dataset import build
 
     train, test = build(args.n, seed=args.seed, out_dir=args.out) if args.out else build(args.n, seed=args.seed)
     print(f"wrote {train} and {test}")
@@ -105,7 +105,7 @@ def _is_redis(source: str | None) -> bool:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from router.bench import main
+    from router.training.bench import main
 
     return main(args)
 
@@ -115,9 +115,9 @@ def register(commands, bench_commands) -> None:
     sub = router.add_subparsers(dest="router_command", required=True, metavar="ACTION")
 
     p = sub.add_parser("train", help="fit the task classifier and length predictor; save model + metadata")
-    p.add_argument("--data", default=None, help="training JSONL (default: router/data/routing.jsonl)")
+    p.add_argument("--data", default=None, help="training JSONL (default: router/training/data/routing.jsonl)")
     p.add_argument("--out", default=None, help="output directory or .skops path (default: router/models/default.skops)")
-    p.add_argument("--test", default=None, help="held-out JSONL to report on (default: router/data/routing_test.jsonl)")
+    p.add_argument("--test", default=None, help="held-out JSONL to report on (default: router/training/data/routing_test.jsonl)")
     p.add_argument("--from-redis", default=None, metavar="URL", help="also train on decisions logged in this Redis")
     p.add_argument("--stream", default=None, help="decisions stream (default: tandem:decisions)")
     p.add_argument("--no-base", action="store_true", help="with --from-redis: train on the logged decisions only")

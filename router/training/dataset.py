@@ -1,7 +1,7 @@
 """The routing data set: labeled chat requests for training and evaluating the router.
 
-`python -m router.dataset` (or `build()`) writes `router/data/routing.jsonl` (train) and
-`router/data/routing_test.jsonl` (held out). It is synthetic, seeded and deterministic: the same
+`python -m router.training.dataset` (or `build()`) writes `router/training/data/routing.jsonl` (train) and
+`router/training/data/routing_test.jsonl` (held out). It is synthetic, seeded and deterministic: the same
 seed gives byte-identical files.
 
 Each line is one request plus its labels:
@@ -41,8 +41,9 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engines.defaults import SHIPPED_CHECKPOINT
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "engines" / "checkpoints" / "tandem-tiny"
 TRAIN_PATH = DATA_DIR / "routing.jsonl"
 TEST_PATH = DATA_DIR / "routing_test.jsonl"
 
@@ -954,13 +955,13 @@ def labeling_policy():
 
 
 def suite_records(n_per_family: int, split: str, seed: int = 0) -> list[dict]:
-    """Requests of the embedded model's own task suite (`engines.tasks`, one split), labeled with
+    """Requests of the embedded model's own task suite (`engines.training.tasks`, one split), labeled with
     their family as task and the reference answer's length in the shipped checkpoint's tokenizer.
     The synthetic suite-style prompts above only resemble them; these are the prompts the model
     was trained on (train split) and is benchmarked on (test split)."""
     from transformers import AutoTokenizer
 
-    from engines.tasks import generate_suite
+    from engines.training.tasks import generate_suite
 
     tokenizer = AutoTokenizer.from_pretrained(SHIPPED_CHECKPOINT)
     policy = labeling_policy()

@@ -38,9 +38,9 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion, DynamicCache
 
-from engines.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
+from engines.defaults import CANVAS_SIZES
+from engines.training.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
 
-CANVAS_SIZES = (64, 128, 256)  # right-sized canvases; the largest is config.canvas_length
 STATE_FILE = "train_state.pt"  # optimizer + step + model state for --resume (never shipped)
 LOG_FILE = "train_log.jsonl"
 
@@ -243,7 +243,7 @@ def build_tokenizer(cfg: TrainConfig):
 
 def build_model(tokenizer, cfg: TrainConfig) -> DiffusionGemmaForBlockDiffusion:
     from engines.loading import default_generation_config
-    from engines.testing import init_qk_norms, tiny_config
+    from engines.training.tiny import init_qk_norms, tiny_config
 
     config = tiny_config(tokenizer, canvas_length=cfg.canvas_length, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers)
     torch.manual_seed(cfg.seed)

@@ -65,7 +65,7 @@ def check_transformers() -> Check:
 
 
 def check_checkpoint(path: str | None, dtype: str = "float32", device: str = "cpu") -> Check:
-    from engines.deployment import default_checkpoint
+    from engines.defaults import default_checkpoint
 
     where = path or default_checkpoint()
     source = "--checkpoint" if path else ("$TANDEM_CHECKPOINT" if os.environ.get("TANDEM_CHECKPOINT") else "default")
@@ -87,7 +87,7 @@ def check_checkpoint(path: str | None, dtype: str = "float32", device: str = "cp
 
 def check_router_model(path: str | None) -> Check:
     try:
-        from router.model import load_model
+        from router.classifier import load_model
 
         load_model(path)
     except Exception as exc:

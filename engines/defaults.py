@@ -1,0 +1,22 @@
+"""Facts every floor shares, defined once: the shipped checkpoint, the canvas sizes, the answer
+budget when a request names none, and the scheduler's batch and queue sizes.
+
+`policies/` (canvas sizes in the default policy), `router/` (the API's default `max_tokens`, the
+app's engine arguments) and the offline tools import these rather than restating them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "tandem-tiny"  # the embedded tiny DiffusionGemma
+CANVAS_SIZES: tuple[int, ...] = (64, 128, 256)  # right-sized canvases; the largest is the model's canvas_length
+DEFAULT_MAX_TOKENS = 512  # output tokens when a request sets no max_tokens
+MAX_BATCH_SIZE = 8  # rows one engine replica decodes together per step
+MAX_QUEUE = 64  # requests waiting per replica beyond the running batch before 429
+MAX_WAIT_S = 0.5  # how long an incompatible request waits before running batches stop admitting
+
+
+def default_checkpoint() -> str:
+    """The checkpoint an engine loads when none is named: $TANDEM_CHECKPOINT, else the shipped one."""
+    return os.environ.get("TANDEM_CHECKPOINT") or str(SHIPPED_CHECKPOINT)
