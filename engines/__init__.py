@@ -8,7 +8,7 @@ _EXPORTS = {
     "DiffusionEngine": "engines.engine",
     "CheckpointError": "engines.errors",
     "ContextLengthError": "engines.errors",
-    "EngineError": "engines.errors",
+    "TandemError": "engines.errors",
     "EngineOverloadedError": "engines.errors",
     "EngineUnavailableError": "engines.errors",
     "InvalidRequestError": "engines.errors",

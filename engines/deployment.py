@@ -4,46 +4,24 @@ One replica = one model in memory + one `Scheduler`. The same class serves as `B
 (block and verified mode: verification rides on the commit pass of the same weights) and as
 `AREngine`; `modes` says which requests a replica takes.
 
-Errors cross the handle boundary as values (`EngineFailure`), not exceptions, so that their
-status, code and Retry-After survive pickling and reach the gateway intact.
+Errors cross the handle boundary as values (a `TandemError` returned, not raised), so that
+their status, code and Retry-After reach the gateway intact rather than wrapped in Ray's
+task error; results are typed: `GenerationResult`, `EngineLoad`, `EngineInfo`, `CostProfile`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
+from engines.cost import CostProfile
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, default_checkpoint
-from engines.errors import EngineError, EngineOverloadedError, EngineUnavailableError, InvalidRequestError
-from engines.types import GenerationRequest, GenerationResult
+from engines.errors import InvalidRequestError, TandemError
+from engines.types import EngineInfo, EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.engine")
-
-@dataclass
-class EngineFailure:
-    """An engine error as a picklable value."""
-
-    status: int
-    code: str
-    type: str
-    message: str
-    param: str | None = None
-    retry_after_s: float | None = None
-
-    @classmethod
-    def of(cls, exc: EngineError) -> "EngineFailure":
-        return cls(exc.status, exc.code, exc.type, exc.message, exc.param, getattr(exc, "retry_after_s", None))
-
-    def error(self) -> EngineError:
-        if self.status == 429:
-            return EngineOverloadedError(self.message, retry_after_s=self.retry_after_s or 1.0)
-        cls = {400: InvalidRequestError, 503: EngineUnavailableError}.get(self.status, EngineError)
-        err = cls(self.message, self.param)
-        err.code = self.code
-        return err
-
 
 def rss_mb() -> float | None:
     """Resident memory of this process in MiB (Linux /proc; None elsewhere), for /admin/stats."""
@@ -82,21 +60,21 @@ class EngineDeployment:
         if request.mode not in self.modes:
             raise InvalidRequestError(f"this engine serves {list(self.modes)}, not {request.mode!r}", param="mode")
 
-    async def generate(self, request: GenerationRequest) -> GenerationResult | EngineFailure:
+    async def generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
         try:
             self._check_mode(request)
             return await self.scheduler.submit(request)
-        except EngineError as exc:
-            return EngineFailure.of(exc)
+        except TandemError as exc:
+            return exc
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult | EngineFailure]:
-        """Text deltas, then the GenerationResult (or an EngineFailure in place of either)."""
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult | TandemError]:
+        """Text deltas, then the GenerationResult (or a TandemError in place of either)."""
         try:
             self._check_mode(request)
             async for item in self.scheduler.stream(request):
                 yield item
-        except EngineError as exc:
-            yield EngineFailure.of(exc)
+        except TandemError as exc:
+            yield exc
 
     async def agreement(self, request: GenerationRequest, answer_ids: list[int]) -> int:
         """Shadow verification: the accepted prefix of a finished block answer, in one encoder pass
@@ -105,26 +83,16 @@ class EngineDeployment:
 
         return await asyncio.to_thread(self.engine.agreement, request, answer_ids)
 
-    def load(self) -> dict:
-        return self.scheduler.load() | {"stats": vars(self.scheduler.stats), "pid": os.getpid(), "rss_mb": rss_mb()}
+    def load(self) -> EngineLoad:
+        return dataclasses.replace(self.scheduler.load(), pid=os.getpid(), rss_mb=rss_mb())
 
-    def info(self) -> dict:
-        cfg = self.engine.config
-        return {
-            "checkpoint": str(self.engine.path),
-            "modes": list(self.modes),
-            "canvas_length": cfg.canvas_length,
-            "context_length": self.engine.context_length,
-        }
+    def info(self) -> EngineInfo:
+        return EngineInfo(checkpoint=self.engine.path.name, modes=list(self.modes), canvas_length=self.engine.config.canvas_length,
+                          context_length=self.engine.context_length)
 
-    def cost_profile(self) -> dict | None:
-        """The checkpoint's measured cost profile (engines.cost), if it ships one."""
-        from dataclasses import asdict
-
-        from engines.cost import CostProfile
-
-        profile = CostProfile.load(self.engine.path)
-        return asdict(profile) if profile else None
+    def cost_profile(self) -> CostProfile | None:
+        """The checkpoint's measured cost profile, if it ships one."""
+        return CostProfile.load(self.engine.path)
 
     def check_health(self) -> None:
         """Ray Serve calls this periodically; a dead scheduler thread restarts the replica."""

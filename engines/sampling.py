@@ -18,6 +18,8 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     EntropyBoundSamplerConfig,
 )
 
+GREEDY_BELOW = 1e-4  # temperatures under this are greedy (the argmax is what they would sample anyway)
+
 
 def make_generator(seed: int | None, device: torch.device | str = "cpu") -> torch.Generator:
     g = torch.Generator(device=device)
@@ -61,8 +63,9 @@ def choose_tokens(
     top_k: int,
     generator: torch.Generator,
 ) -> torch.LongTensor:
-    """AR token choice for one row: logits (L, V) -> tokens (L,). Greedy when temperature is 0."""
-    if temperature == 0:
+    """AR token choice for one row: logits (L, V) -> tokens (L,). Greedy when temperature is under
+    GREEDY_BELOW: dividing by a near-zero temperature overflows to inf, and softmax to nan."""
+    if temperature < GREEDY_BELOW:
         return logits.argmax(-1)
     scores = TemperatureLogitsWarper(temperature)(None, logits)
     if top_k > 0:

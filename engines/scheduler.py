@@ -26,7 +26,7 @@ from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
 from engines.errors import EngineOverloadedError, EngineUnavailableError
 from engines.rows import Row
-from engines.types import GenerationRequest, GenerationResult
+from engines.types import EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.scheduler")
 
@@ -69,6 +69,7 @@ class Scheduler:
         future = loop.create_future()
 
         def done(row: Row) -> None:
+            self._count(row)  # before the caller can see its result: stats never lag a finished request
             loop.call_soon_threadsafe(_settle, future, row)
 
         row = self.engine.row(request, ids, on_text=on_text, on_done=done)
@@ -120,18 +121,18 @@ class Scheduler:
                     self.stats.cancelled += 1
                     row.close()
                     return
-        self.stats.cancelled += 1
+            self.stats.cancelled += 1
 
-    def load(self) -> dict:
+    def load(self) -> EngineLoad:
         """Queue depth and running rows, for load-aware routing and /admin/stats."""
         with self._cv:
-            return {
-                "queued": len(self._pending),
-                "running": sum(1 for r in self._running if r.finish_reason is None and r.error is None),
-                "capacity": self.config.max_batch_size,
-                "max_queue": self.config.max_queue,
-                "queue_ratio": len(self._pending) / self.config.max_queue,
-            }
+            return EngineLoad(
+                queued=len(self._pending),
+                running=sum(1 for r in self._running if r.finish_reason is None and r.error is None),
+                capacity=self.config.max_batch_size,
+                max_queue=self.config.max_queue,
+                stats=dict(vars(self.stats)),
+            )
 
     def close(self) -> None:
         with self._cv:
@@ -152,18 +153,17 @@ class Scheduler:
         return taken
 
     def _count(self, row: Row) -> None:
-        if row.error is not None:
-            self.stats.failed += 1
-        elif not row.cancelled:
-            self.stats.completed += 1
+        """Count a row that left its batch (its on_done); cancelled rows were counted by `cancel`."""
+        with self._cv:
+            if row.error is not None:
+                self.stats.failed += 1
+            elif not row.cancelled:
+                self.stats.completed += 1
 
     def _admit(self, key: tuple, free: int) -> list[Row]:
         with self._cv:
             # Between steps: rows that left the batch stop counting as running (a batch session can
             # run for as long as newcomers keep joining, so waiting for its end would overcount).
-            for row in self._running:
-                if row.finish_reason is not None or row.error is not None:
-                    self._count(row)
             self._running = [r for r in self._running if r.finish_reason is None and r.error is None]
             if free <= 0 or not self._pending:
                 return []
@@ -197,8 +197,6 @@ class Scheduler:
                     row.error = EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}: {exc}")
                     row.close()
             with self._cv:
-                for row in self._running:
-                    self._count(row)
                 self._running = []
 
 

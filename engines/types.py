@@ -89,6 +89,33 @@ class DecodeStats:
 
 
 @dataclass
+class EngineLoad:
+    """One engine replica's occupancy, as its deployment reports it (load-aware routing, /admin/stats)."""
+
+    queued: int  # requests waiting for a batch slot
+    running: int  # rows decoding now
+    capacity: int  # rows one step decodes together (max_batch_size)
+    max_queue: int  # waiting requests beyond which the replica answers 429
+    stats: dict = field(default_factory=dict)  # the scheduler's counters: submitted, completed, rejected, ...
+    pid: int | None = None  # the replica's process
+    rss_mb: float | None = None  # its resident memory
+
+    @property
+    def queue_ratio(self) -> float:
+        return self.queued / max(1, self.max_queue)
+
+
+@dataclass
+class EngineInfo:
+    """What an engine replica serves."""
+
+    checkpoint: str  # the checkpoint directory's name (its path stays private to the replica)
+    modes: list[Mode]  # modes this replica takes
+    canvas_length: int  # the largest canvas the model denoises
+    context_length: int  # prompt + answer tokens the model can hold
+
+
+@dataclass
 class GenerationResult:
     request_id: str
     mode: Mode

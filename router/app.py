@@ -41,7 +41,8 @@ def build_app(args: dict | None = None):
     from ray import serve
 
     from engines.deployment import EngineDeployment
-    from router.gateway import Gateway, api
+    from router.gateway import Gateway
+    from router.ingress import api
 
     a = AppArgs.model_validate(args or {})
     engine_kwargs = a.engine.model_dump()

@@ -26,11 +26,13 @@ every check interval), so a new policy version applies to the next request.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from engines.types import ENGINE_OF_MODE, MODES
-from router.errors import RouterError
+from router.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
 from router.features import extract_features
+from router.routing_view import EngineView
 from router.types import Decision, Prediction, RouteRequest
 
 _FORCED_RULES = {"model": "forced_model", "header": "forced_header", "api_key": "api_key"}
@@ -72,13 +74,12 @@ class Router:
         f = extract_features(request.messages, request.max_tokens, request.response_format, request.tools, request.stop)
         return self.model.predict(f)
 
-    def decide(
-        self, request: RouteRequest | dict[str, Any], load: dict[str, float] | None = None, queues: dict[str, dict] | None = None
-    ) -> Decision:
-        """The decision for one request. `load` maps a mode to its queue fill (queued / capacity),
-        read only when the policy's load_aware is enabled; `queues` maps an engine ("block", "ar") to
-        its `queued`, `running` and `capacity`, read with `self.cost` (a `engines.cost.CostProfile`)
-        when load_aware.cost_aware is on. Raises RouterError for refused requests."""
+    def decide(self, request: RouteRequest | dict[str, Any], view: Mapping[str, EngineView] | None = None) -> Decision:
+        """The decision for one request. `view` maps an engine ("block", "ar") to what routing knows
+        of it now (`router.routing_view.EngineView`), read only when the policy's load_aware is
+        enabled: its queue ratio for spilling, its occupancy, backlog and calibration with
+        `self.cost` (an `engines.cost.CostProfile`) when load_aware.cost_aware is on. Raises a
+        RouterError (router.errors) for refused requests."""
         req = request if isinstance(request, RouteRequest) else RouteRequest.model_validate(request)
         policy = self.store.current()
         override = policy.key_override(req.api_key)
@@ -104,14 +105,15 @@ class Router:
                 mode, rule = policy.safe_mode, "low_confidence"
                 why = f"task {task} at confidence {conf:.2f} < floor {floor:.2f}; safe mode {mode}"
             la = policy.load_aware
-            if la.enabled and load and load.get(mode, 0.0) > la.max_queue_ratio:
+            ratio = lambda m: view[ENGINE_OF_MODE[m]].queue_ratio if view and ENGINE_OF_MODE[m] in view else 0.0  # noqa: E731
+            if la.enabled and view and ratio(mode) > la.max_queue_ratio:
                 for alt in la.spill_order:
-                    if alt != mode and load.get(alt, 0.0) <= la.max_queue_ratio:
-                        why = f"{why}; {mode} queue at {load[mode]:.2f} > {la.max_queue_ratio:.2f}, spilled to {alt}"
+                    if alt != mode and ratio(alt) <= la.max_queue_ratio:
+                        why = f"{why}; {mode} queue at {ratio(mode):.2f} > {la.max_queue_ratio:.2f}, spilled to {alt}"
                         mode, rule, moved = alt, "load", True
                         break
-            if la.enabled and la.cost_aware and self.cost is not None and queues:
-                faster = self._faster_at_equal_quality(mode, tokens, policy, task, queues)
+            if la.enabled and la.cost_aware and self.cost is not None and view:
+                faster = self._faster_at_equal_quality(mode, tokens, policy, task, view)
                 if faster is not None:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
@@ -127,7 +129,7 @@ class Router:
             load_aware=moved, request_id=req.request_id,
         )
 
-    def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, queues: dict[str, dict]):
+    def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView]):
         """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
         least `min_gain` times faster than `mode`, else None. Verified and AR always count as equal
         (lossless); block joins them for the policy's equal_quality_tasks, within the policy's block
@@ -139,8 +141,8 @@ class Router:
         steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
 
         def estimate(m: str) -> float | None:
-            raw = self.finish_estimate(m, tokens, steps, canvas, task, queues)
-            return None if raw is None else raw * queues[ENGINE_OF_MODE[m]].get("calibration", 1.0)
+            raw = self.finish_estimate(m, tokens, steps, canvas, task, view)
+            return None if raw is None else raw * view[ENGINE_OF_MODE[m]].calibration
 
         here = estimate(mode)
         options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]
@@ -150,15 +152,15 @@ class Router:
         gain = here / there
         return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
 
-    def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None, queues: dict[str, dict]) -> float | None:
-        """Milliseconds until a request would finish in `mode` given the queue view, by the cost
-        profile alone (None without a profile or a view of that engine). `queues[engine]` may
-        carry `backlog_ms` (block) and a `calibration` factor, which `decide` applies."""
-        q = queues.get(ENGINE_OF_MODE[mode]) if queues else None
-        if self.cost is None or not q:
+    def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None,
+                        view: Mapping[str, EngineView] | None) -> float | None:
+        """Milliseconds until a request would finish in `mode` given the view, by the cost profile
+        alone (None without a profile or a reachable engine); `decide` applies the calibration."""
+        e = view.get(ENGINE_OF_MODE[mode]) if view else None
+        if self.cost is None or e is None or not e.reachable:
             return None
-        return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, q.get("queued", 0), q.get("running", 0),
-                                   max(1, q.get("capacity", 1)), task, backlog_ms=q.get("backlog_ms"))
+        return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, e.queued, e.running, max(1, e.capacity),
+                                   task, backlog_ms=e.backlog_ms)
 
     @staticmethod
     def _forced(req: RouteRequest, policy, override) -> tuple[str | None, str | None]:
@@ -166,32 +168,32 @@ class Router:
         target = rules.model_aliases.get(req.model)
         if target is None:
             served = ", ".join(sorted(rules.model_aliases))
-            raise RouterError(400, "model_not_found", f"model {req.model!r} is not served here; available: {served}", "model")
+            raise ModelNotFoundError(f"model {req.model!r} is not served here; available: {served}", param="model")
         header_mode = None
         for name, value in req.headers.items():
             if name.lower() == rules.header:
                 v = str(value).strip().lower()
                 if v not in MODES and v != "auto":
-                    raise RouterError(400, "invalid_mode_header", f"header {rules.header} must be auto, block, verified or ar; got {value!r}", rules.header)
+                    raise BadRouteError(f"header {rules.header} must be auto, block, verified or ar; got {value!r}", param=rules.header, code="invalid_mode_header")
                 header_mode = None if v == "auto" else v
                 break
         if override is not None and override.force_mode is not None:
             return override.force_mode, "api_key"
         model_mode = None if target == "auto" else target
         if model_mode and header_mode and model_mode != header_mode:
-            raise RouterError(400, "conflicting_mode", f"model {req.model!r} forces {model_mode} but header {rules.header} asks for {header_mode}", rules.header)
+            raise BadRouteError(f"model {req.model!r} forces {model_mode} but header {rules.header} asks for {header_mode}", param=rules.header, code="conflicting_mode")
         key_allows = override.allow_forcing if override is not None else None
         if model_mode:
             if not (rules.allow_model_alias if key_allows is None else key_allows):
-                raise RouterError(403, "mode_forcing_disabled", f"this policy does not let model {req.model!r} force a mode; use an auto alias", "model")
+                raise RouteForbiddenError(f"this policy does not let model {req.model!r} force a mode; use an auto alias", param="model", code="mode_forcing_disabled")
             if model_mode not in rules.allowed_modes:
-                raise RouterError(403, "mode_not_allowed", f"forcing {model_mode} is not allowed; allowed: {', '.join(rules.allowed_modes)}", "model")
+                raise RouteForbiddenError(f"forcing {model_mode} is not allowed; allowed: {', '.join(rules.allowed_modes)}", param="model", code="mode_not_allowed")
             return model_mode, "model"
         if header_mode:
             if not (rules.allow_header if key_allows is None else key_allows):
-                raise RouterError(403, "mode_header_disabled", f"this policy does not accept the {rules.header} header", rules.header)
+                raise RouteForbiddenError(f"this policy does not accept the {rules.header} header", param=rules.header, code="mode_header_disabled")
             if header_mode not in rules.allowed_modes:
-                raise RouterError(403, "mode_not_allowed", f"forcing {header_mode} is not allowed; allowed: {', '.join(rules.allowed_modes)}", rules.header)
+                raise RouteForbiddenError(f"forcing {header_mode} is not allowed; allowed: {', '.join(rules.allowed_modes)}", param=rules.header, code="mode_not_allowed")
             return header_mode, "header"
         return None, None
 

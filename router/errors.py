@@ -1,27 +1,25 @@
-"""Domain errors of the router. Each carries the HTTP status, an OpenAI-style error code and the
-request parameter at fault; only the gateway turns them into responses."""
+"""The router's refusals, in Tandem's one error shape (`engines.errors.TandemError`): each carries
+the HTTP status, OpenAI error type and code and the request parameter at fault; only the
+gateway turns them into responses."""
 
 from __future__ import annotations
 
+from engines.errors import InvalidRequestError, NotFoundError, PermissionDeniedError, TandemError
 
-class RouterError(Exception):
-    """A request the router refuses. `status` is 400 (malformed: unknown model, bad header value,
-    conflicting forced modes) or 403 (well-formed but the policy does not allow it)."""
 
-    def __init__(self, status: int, code: str, message: str, param: str | None = None):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.param = param
+class RouterError(TandemError):
+    """A request the router refuses."""
 
-    @property
-    def type(self) -> str:
-        return "invalid_request_error" if self.status == 400 else "permission_error"
 
-    def to_dict(self) -> dict:
-        """OpenAI's error body."""
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+class ModelNotFoundError(RouterError, NotFoundError):
+    """The model alias is not one the policy serves."""
 
-    def __repr__(self) -> str:
-        return f"RouterError({self.status}, {self.code!r}, {self.message!r}, param={self.param!r})"
+    code = "model_not_found"
+
+
+class BadRouteError(RouterError, InvalidRequestError):
+    """Malformed routing input: a bad mode header value, alias and header asking for different modes."""
+
+
+class RouteForbiddenError(RouterError, PermissionDeniedError):
+    """Well-formed, but the policy does not let this request force that mode."""

@@ -14,20 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engines.errors import InvalidRequestError
+
 MAX_STOP = 4  # OpenAI's limit on stop sequences
-
-
-class ApiError(Exception):
-    """An error the gateway returns as OpenAI's `{"error": {...}}` body with `status`."""
-
-    def __init__(self, status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
-                 param: str | None = None, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status, self.message, self.type, self.code, self.param = status, message, type, code, param
-        self.headers = headers or {}
-
-    def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 
 class StreamOptions(BaseModel):
@@ -93,7 +82,7 @@ class ChatMessage(BaseModel):
             parts = []
             for part in self.content:
                 if part.get("type") != "text" or not isinstance(part.get("text"), str):
-                    raise ValueError("only text content parts are supported")
+                    raise InvalidRequestError("only text content parts are supported", param="messages", code="invalid_value")
                 parts.append(part["text"])
             return "".join(parts)
         return self.content or ""
@@ -201,11 +190,13 @@ def sse(payload: dict | str) -> str:
 DONE = "data: [DONE]\n\n"
 
 
-def validation_error(exc) -> ApiError:
-    """A pydantic ValidationError -> 400 naming the first bad field."""
-    errors = exc.errors()
+def validation_error(errors: list[dict]) -> InvalidRequestError:
+    """pydantic's (or FastAPI's) validation errors -> a 400 naming the first bad field. A body that
+    is not a JSON object at all is `invalid_json`."""
     first = errors[0] if errors else {}
-    loc = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body",))
+    loc = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
     msg = first.get("msg", "invalid request")
+    if not loc or first.get("type") == "json_invalid":
+        return InvalidRequestError(f"request body is not a valid JSON object: {msg}", code="invalid_json")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return ApiError(400, f"{loc}: {msg}{more}" if loc else f"{msg}{more}", code="invalid_value", param=loc or None)
+    return InvalidRequestError(f"{loc}: {msg}{more}", code="invalid_value", param=loc)

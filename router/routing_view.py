@@ -1,9 +1,155 @@
-"""What routing knows of the engines, kept by the gateway.
+"""What routing knows of the engines, kept by the gateway: `RoutingView`.
 
-`Backlog`: the work the block engine has ahead (estimated milliseconds); `Calibration`: how much
-longer than the cost profile's estimate each engine really takes."""
+It polls each engine's load every half second (off the request path), counts the requests this
+gateway has sent since (a burst routed inside one poll interval would otherwise all see the same
+idle engine), prices the block engine's work ahead (`Backlog`) and learns how much longer than
+the cost profile's estimate each engine really takes (`Calibration`). `decide()` reads one typed
+snapshot of all that: an `EngineView` per engine.
+"""
 
 from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from engines.cost import CostProfile
+from engines.types import ENGINE_OF_MODE, Engine, EngineLoad, GenerationRequest
+
+log = logging.getLogger("tandem.gateway")
+
+POLL_INTERVAL_S = 0.5
+FIRST_POLL_WAIT_S = 1.0  # how long the first requests at a fresh replica wait for a view
+
+
+@dataclass(frozen=True)
+class EngineView:
+    """One engine as routing sees it now."""
+
+    queued: int = 0  # requests waiting for a batch slot
+    running: int = 0  # rows decoding
+    capacity: int = 1  # rows one step decodes together
+    queue_ratio: float = 0.0  # queued / max_queue; 1.0 for an engine that did not answer its poll
+    calibration: float = 1.0  # observed / estimated time of its recent requests
+    backlog_ms: float | None = None  # block engine: estimated work ahead of a new request
+    reachable: bool = True  # answered its last poll
+
+
+@dataclass
+class Ticket:
+    """A request at an engine, as the routing view counts it."""
+
+    engine: Engine
+    started: float  # time.monotonic() at dispatch
+    estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
+    backlog_end: float | None = None  # its place in the block engine's backlog
+
+
+class RoutingView:
+    """Loads, queues, in-flight counts, backlog and calibration of the engines behind one gateway.
+
+    `engines` maps an engine name ("block", "ar") to its deployment handle; `estimate` is the
+    router's finish estimate (mode, tokens, steps, canvas, task, view) -> ms or None."""
+
+    def __init__(self, engines: dict[Engine, object], telemetry=None):
+        self.engines = engines
+        self.telemetry = telemetry
+        self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll
+        self.canvas_limit: int | None = None  # the checkpoint's canvas_length
+        self._polled: dict[Engine, EngineLoad | None] = {}  # last poll; None: did not answer
+        self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
+        self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
+        self.backlog = Backlog()  # estimated work ahead of the block engine
+        self.calibration: dict[Engine, Calibration] = {e: Calibration() for e in engines}
+        self._poller: asyncio.Task | None = None
+        self._first_poll: asyncio.Event | None = None
+
+    # ---- polling ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start polling (idempotent; restarts a poller that died)."""
+        if self._first_poll is None:
+            self._first_poll = asyncio.Event()
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.ensure_future(self._poll())
+
+    async def ready(self) -> None:
+        """The first requests wait (at most FIRST_POLL_WAIT_S) for the cost profile and a first
+        poll, so a burst at a fresh replica is routed by cost and counted in the backlog too."""
+        self.start()
+        if not self._first_poll.is_set():
+            try:
+                await asyncio.wait_for(self._first_poll.wait(), timeout=FIRST_POLL_WAIT_S)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _poll(self) -> None:
+        try:
+            self.cost = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=5.0)
+        except Exception:
+            log.warning("no cost profile from the engines: cost-aware routing stays off")
+        try:
+            info = await asyncio.wait_for(self.engines["block"].info.remote(), timeout=5.0)
+            self.canvas_limit = info.canvas_length
+        except Exception:
+            pass  # the engine itself refuses an oversized canvas
+        while True:
+            for name, handle in self.engines.items():
+                try:
+                    self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=1.0)
+                    self._finished_since_poll[name] = 0
+                except Exception:
+                    self._polled[name] = None
+            if self.telemetry is not None:
+                self.telemetry.set_queue_depth({n: v.queue_ratio for n, v in self.view().items()})
+            self._first_poll.set()
+            await asyncio.sleep(POLL_INTERVAL_S)
+
+    # ---- the view -----------------------------------------------------------------------------------
+
+    def view(self) -> dict[Engine, EngineView]:
+        """Each polled engine's occupancy: the poll less what finished since, or this gateway's own
+        in-flight count when that is higher; the block engine's backlog; each engine's calibration.
+        An engine that did not answer its poll is unreachable (queue ratio 1.0)."""
+        out = {}
+        for name, load in self._polled.items():
+            if load is None:
+                out[name] = EngineView(queue_ratio=1.0, reachable=False)
+                continue
+            polled = max(0, load.queued + load.running - self._finished_since_poll[name])
+            total = max(polled, self._in_flight[name])
+            running = min(total, load.capacity)
+            out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
+                                   calibration=self.calibration[name].factor,
+                                   backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None)
+        return out
+
+    # ---- what this gateway sends ----------------------------------------------------------------------
+
+    def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None) -> Ticket:
+        """Count `gen` at its engine, with the cost profile's estimate of its finish (calibrated
+        against what happens) and, on the block engine, its own work in the backlog."""
+        engine = ENGINE_OF_MODE[gen.mode]
+        ticket = Ticket(engine, time.monotonic(), estimate_ms=estimate_ms)
+        if engine == "block" and service_ms is not None:
+            ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
+        self._in_flight[engine] += 1
+        return ticket
+
+    def returned(self, ticket: Ticket, ok: bool) -> None:
+        now = time.monotonic()
+        self._in_flight[ticket.engine] -= 1
+        self._finished_since_poll[ticket.engine] += 1
+        if ticket.backlog_end is not None:
+            self.backlog.done(ticket.backlog_end, now)
+        if ok and ticket.estimate_ms:
+            self.calibration[ticket.engine].observe((now - ticket.started) * 1000.0, ticket.estimate_ms)
+
+    def snapshot(self) -> dict:
+        """For /admin/stats."""
+        return {"calibration": {e: round(c.factor, 3) for e, c in self.calibration.items()},
+                "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight)}
 
 
 class Backlog:

@@ -30,7 +30,7 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 
-from router.openai_api import ApiError
+from engines.errors import InvalidRequestError
 
 MAX_DEPTH = 32  # nesting of objects and arrays in a schema (OpenAI's strict mode allows 10 levels of objects)
 MAX_BYTES = 128 * 1024  # the schema as compact JSON
@@ -46,12 +46,12 @@ _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tandem-schema")
 T = TypeVar("T")
 
 
-def _refused(message: str) -> ApiError:
-    return ApiError(400, message, code="invalid_schema", param=PARAM)
+def _refused(message: str) -> InvalidRequestError:
+    return InvalidRequestError(message, code="invalid_schema", param=PARAM)
 
 
 def _walk(schema: Any) -> list[str]:
-    """Every reference in `schema` (iteratively, depth-bounded). Raises ApiError on a non-local
+    """Every reference in `schema` (iteratively, depth-bounded). Raises InvalidRequestError on a non-local
     reference or nesting deeper than MAX_DEPTH."""
     refs, stack = [], [(schema, 1)]
     while stack:
@@ -94,7 +94,7 @@ class SchemaCheck:
 
 
 def compile_schema(schema: dict | None) -> SchemaCheck:
-    """Check `schema` (None: json_object) and build its validator. Raises ApiError (400) naming
+    """Check `schema` (None: json_object) and build its validator. Raises InvalidRequestError (400) naming
     what is wrong; never fetches a URL or reads a file."""
     if schema is None:
         return SchemaCheck(None)

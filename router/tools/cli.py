@@ -34,9 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a clear one-line error, not a traceback, for expected failures
-        from engines.errors import EngineError
+        from engines.errors import TandemError
 
-        if isinstance(exc, EngineError):
+        if isinstance(exc, TandemError):
             print(f"tandem: {exc.message}", file=sys.stderr)
             return 2
         raise

@@ -1,7 +1,7 @@
 """Train and evaluate the router model (`tandem router train` / `tandem router evaluate`).
 
 `fit(records)` trains the calibrated task classifier and the p90 length regressor on data-set
-lines (see router/training/dataset.py for the format). `evaluate(model, records)` reports task accuracy,
+lines (see router/training/dataset/__init__.py for the format). `evaluate(model, records)` reports task accuracy,
 a per-class report, the confusion matrix, mode agreement (what the default policy decides with
 this model vs the labeled mode) and length coverage (share of answers within the predicted p90).
 `train(...)` does both, with the held-out split, and saves the model with its metadata.

@@ -63,3 +63,12 @@ def test_max_new_tokens_and_stats(engine):
     assert len(result.token_ids) == 9
     assert result.stats.encoder_calls == 9  # prefill gives the first token, 8 more calls
     assert result.stats.decoder_calls == 0
+
+
+def test_a_vanishing_temperature_is_greedy_not_nan(engine):
+    """1.4e-45 (the smallest float32) once overflowed logits / temperature to inf and failed the batch."""
+    from tests.engines.factories import chat
+
+    tiny = engine.generate(chat("Name a colour.", mode="ar", temperature=1.4e-45, max_new_tokens=6, seed=1))
+    greedy = engine.generate(chat("Name a colour.", mode="ar", temperature=0.0, max_new_tokens=6))
+    assert tiny.token_ids == greedy.token_ids

@@ -49,12 +49,12 @@ def test_rows_that_finished_stop_counting_as_running(engine, scheduler):
         first = asyncio.ensure_future(scheduler.submit(long))
         for i in range(6):  # short ones join the long one's batch and leave
             await scheduler.submit(chat(PROMPTS[1 + i % 3], mode="ar", seed=i, max_new_tokens=3, stop_token_ids=[]))
-            seen.append(scheduler.load()["running"])
+            seen.append(scheduler.load().running)
         await first
 
     asyncio.run(run())
     assert scheduler.stats.admitted_mid_batch >= 1 and max(seen) <= 2  # the long row, and at most one joining
-    assert scheduler.stats.completed == 7 and scheduler.load()["running"] == 0
+    assert scheduler.stats.completed == 7 and scheduler.load().running == 0
 
 
 def test_full_queue_is_refused_with_retry_after(engine):
@@ -82,7 +82,7 @@ def test_a_client_that_leaves_mid_stream_frees_its_slot(engine, scheduler):
             break  # the client disconnects after the first delta
         await stream.aclose()
         for _ in range(200):  # the batch drops the row at its next step
-            if scheduler.load()["running"] == 0:
+            if scheduler.load().running == 0:
                 return True
             await asyncio.sleep(0.01)
         return False

@@ -4,24 +4,31 @@ between block and AR for the tasks the policy lists as equal in quality."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from engines.cost import CostProfile
 from policies.schema import DEFAULT_TASK_MODES
 from router import Router
+from router.routing_view import EngineView
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
 # A CPU-like profile: a canvas step costs ~4 AR steps at batch 1, ~10 at batch 8.
 CPU = CostProfile(ms_per_forward={"block": {1: 24.0, 8: 86.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.5)
-IDLE = {"queued": 0, "running": 0, "capacity": 8}
-BUSY = {"queued": 40, "running": 8, "capacity": 8}
+IDLE = EngineView(queued=0, running=0, capacity=8)
+BUSY = EngineView(queued=40, running=8, capacity=8)
+
+
+def occupancy(v: EngineView) -> dict:
+    return {"queued": v.queued, "running": v.running, "capacity": v.capacity}
 
 
 def test_forward_cost_interpolates_and_grows_past_the_last_measurement():
     assert CPU.forward_ms("block", 1) == 24.0
     assert CPU.forward_ms("block", 4.5) == pytest.approx(24.0 + 62.0 * 3.5 / 7)
     assert CPU.forward_ms("ar", 16) == pytest.approx(17.0)
-    assert CPU.finish_ms("ar", 100, 12, 256, **BUSY) > 5 * CPU.finish_ms("ar", 100, 12, 256, **IDLE)
+    assert CPU.finish_ms("ar", 100, 12, 256, **occupancy(BUSY)) > 5 * CPU.finish_ms("ar", 100, 12, 256, **occupancy(IDLE))
 
 
 # Per-canvas block costs: a 64-token canvas step is far cheaper than a 256-token one.
@@ -37,7 +44,7 @@ def test_block_cost_follows_the_canvas_when_measured_per_canvas():
     assert BY_CANVAS.forward_ms("block", 8, canvas=32) == 30.0  # below the smallest: its cost
     assert BY_CANVAS.forward_ms("block", 1, canvas=512) == pytest.approx(48.0)  # past the largest: grows with it
     assert BY_CANVAS.forward_ms("block", 1) == CPU.forward_ms("block", 1)  # no canvas: the full-canvas figures
-    assert BY_CANVAS.finish_ms("block", 40, 12, 64, **IDLE) < CPU.finish_ms("block", 40, 12, 64, **IDLE)
+    assert BY_CANVAS.finish_ms("block", 40, 12, 64, **occupancy(IDLE)) < CPU.finish_ms("block", 40, 12, 64, **occupancy(IDLE))
 
 
 def test_profile_round_trips_beside_a_checkpoint(tmp_path):
@@ -60,7 +67,7 @@ def router(model):
 
 
 def test_a_busy_block_engine_sends_verified_work_to_an_idle_ar_engine(router):
-    d = router().decide(req(ESSAY), queues={"block": BUSY, "ar": IDLE})
+    d = router().decide(req(ESSAY), view={"block": BUSY, "ar": IDLE})
     assert (d.mode, d.rule, d.load_aware) == ("ar", "load", True)
     assert "ms in verified" in d.reason
 
@@ -68,19 +75,19 @@ def test_a_busy_block_engine_sends_verified_work_to_an_idle_ar_engine(router):
 def test_a_busy_ar_engine_sends_ar_work_to_verified(router, model):
     r = Router(model=model, store=policy(load_aware={"enabled": True}))  # write -> ar by default
     r.cost = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 6.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9)
-    d = r.decide(req(ESSAY), queues={"block": IDLE, "ar": BUSY})
+    d = r.decide(req(ESSAY), view={"block": IDLE, "ar": BUSY})
     assert (d.mode, d.rule) == ("verified", "load")
 
 
 def test_stays_put_without_enough_gain_or_when_switched_off(router):
-    assert router(min_gain=100.0).decide(req(ESSAY), queues={"block": BUSY, "ar": IDLE}).mode == "verified"
-    assert router(cost_aware=False).decide(req(ESSAY), queues={"block": BUSY, "ar": IDLE}).mode == "verified"
+    assert router(min_gain=100.0).decide(req(ESSAY), view={"block": BUSY, "ar": IDLE}).mode == "verified"
+    assert router(cost_aware=False).decide(req(ESSAY), view={"block": BUSY, "ar": IDLE}).mode == "verified"
     assert router().decide(req(ESSAY)).mode == "verified"  # no queue view: nothing to weigh
 
 
 def test_forced_modes_and_block_never_move(router):
-    assert router().decide(req(ESSAY, model="tandem-verified"), queues={"block": BUSY, "ar": IDLE}).mode == "verified"
-    block_task = router().decide(req(EXTRACT), queues={"block": BUSY, "ar": IDLE})
+    assert router().decide(req(ESSAY, model="tandem-verified"), view={"block": BUSY, "ar": IDLE}).mode == "verified"
+    block_task = router().decide(req(EXTRACT), view={"block": BUSY, "ar": IDLE})
     assert (block_task.mode, block_task.rule) == ("block", "task_default")  # block differs from AR: no lossless swap
 
 
@@ -91,18 +98,18 @@ def test_block_and_ar_trade_places_only_for_tasks_of_equal_quality(model):
         return r
 
     # extract defaults to block; with a busy block engine and extract listed, AR finishes it sooner
-    moved = make(["extract"]).decide(req(EXTRACT), queues={"block": BUSY, "ar": IDLE})
+    moved = make(["extract"]).decide(req(EXTRACT), view={"block": BUSY, "ar": IDLE})
     assert (moved.mode, moved.rule, moved.load_aware, moved.canvas) == ("ar", "load", True, None)
     assert "ms in block" in moved.reason
     # not listed: block's answers differ from AR's in quality, so it stays
-    assert make([]).decide(req(EXTRACT), queues={"block": BUSY, "ar": IDLE}).mode == "block"
+    assert make([]).decide(req(EXTRACT), view={"block": BUSY, "ar": IDLE}).mode == "block"
     # idle engines: a 64-token canvas beats ~40 AR steps on this profile, so block keeps it
-    assert make(["extract"]).decide(req(EXTRACT), queues={"block": IDLE, "ar": IDLE}).mode == "block"
+    assert make(["extract"]).decide(req(EXTRACT), view={"block": IDLE, "ar": IDLE}).mode == "block"
     # write defaults to AR; listed and with a busy AR engine it moves to block (the fastest equal mode)
     # when the policy lets block write that long, never past the block limit
-    essay = make(["write"], block_max_canvases=8).decide(req(ESSAY), queues={"block": IDLE, "ar": BUSY})
+    essay = make(["write"], block_max_canvases=8).decide(req(ESSAY), view={"block": IDLE, "ar": BUSY})
     assert essay.mode == "block" and essay.canvas is not None and essay.predicted_tokens > 256
-    assert make(["write"]).decide(req(ESSAY), queues={"block": IDLE, "ar": BUSY}).mode != "block"
+    assert make(["write"]).decide(req(ESSAY), view={"block": IDLE, "ar": BUSY}).mode != "block"
 
 
 def test_block_cost_counts_the_steps_a_canvas_of_the_task_really_takes():
@@ -137,7 +144,7 @@ def test_a_one_word_label_goes_to_ar_when_block_matches_its_quality(model):
     measured = {"block": {1: 33.0, 8: 283.0}, "ar": {1: 2.9, 8: 5.2}}  # the shipped checkpoint on the 2-core CPU
     r.cost = CostProfile(ms_per_forward=measured, canvas=256, block_ms_by_canvas={64: {1: 12.8, 8: 52.0}, 256: {1: 33.0, 8: 283.0}},
                          block_steps_by_task={"classify": 2.0}, steps=12)
-    d = r.decide(req(LABEL), queues={"block": IDLE, "ar": IDLE})
+    d = r.decide(req(LABEL), view={"block": IDLE, "ar": IDLE})
     assert (d.task, d.mode, d.rule) == ("classify", "ar", "load") and d.predicted_tokens <= 8
 
 
@@ -156,26 +163,31 @@ def test_verified_cost_uses_the_tasks_measured_acceptance(model):
         return r
 
     # drafts that are rarely accepted make verified far slower than AR; well-accepted ones do not
-    assert make(acceptance=0.01).decide(req(ESSAY), queues={"block": IDLE, "ar": IDLE}).mode == "ar"
-    assert make(acceptance=0.01, acceptance_by_task={"write": 0.9}).decide(req(ESSAY), queues={"block": IDLE, "ar": IDLE}).mode == "verified"
+    assert make(acceptance=0.01).decide(req(ESSAY), view={"block": IDLE, "ar": IDLE}).mode == "ar"
+    assert make(acceptance=0.01, acceptance_by_task={"write": 0.9}).decide(req(ESSAY), view={"block": IDLE, "ar": IDLE}).mode == "verified"
 
 
-def test_the_gateways_queue_view_counts_its_own_requests_in_flight():
+def test_the_routing_view_counts_the_gateways_own_requests_in_flight():
     """The engines' load is polled every 0.5 s; requests the gateway dispatched since count at once,
     so a burst does not all land on the engine that looked idle at the last poll, and requests that
     finished since do not keep an engine looking busy."""
-    from router.gateway import Gateway
+    from engines.types import EngineLoad, GenerationRequest
+    from router.routing_view import RoutingView
 
-    gw = Gateway(None, None)
-    gw.queues = {"ar": {"queued": 0, "running": 0, "capacity": 8}, "block": {"queued": 1, "running": 8, "capacity": 8}}
-    gw.in_flight = {"ar": 11, "block": 2}
-    occupancy = lambda view: {k: view[k] for k in ("queued", "running", "capacity")}  # noqa: E731
-    view = gw._queue_view()
-    assert occupancy(view["ar"]) == {"queued": 3, "running": 8, "capacity": 8}  # 11 dispatched: 8 running, 3 waiting
-    assert occupancy(view["block"]) == {"queued": 1, "running": 8, "capacity": 8}  # the poll saw more than we sent
-    gw.completed_since_poll["block"] = 6  # six of those finished after the poll
-    assert occupancy(gw._queue_view()["block"]) == {"queued": 0, "running": 3, "capacity": 8}
-    assert view["block"]["backlog_ms"] == 0.0 and view["ar"]["calibration"] == 1.0
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {"ar": EngineLoad(queued=0, running=0, capacity=8, max_queue=64), "block": EngineLoad(queued=1, running=8, capacity=8, max_queue=64)}
+    tickets = [rv.dispatched(GenerationRequest(prompt="x", mode="ar"), None, None) for _ in range(11)]
+    tickets += [rv.dispatched(GenerationRequest(prompt="x", mode="verified"), None, None) for _ in range(2)]
+    occupancy = lambda v: (v.queued, v.running, v.capacity)  # noqa: E731
+    view = rv.view()
+    assert occupancy(view["ar"]) == (3, 8, 8)  # 11 dispatched: 8 running, 3 waiting
+    assert occupancy(view["block"]) == (1, 8, 8)  # the poll saw more than we sent
+    for t in tickets[:6]:
+        rv.returned(t, ok=True)  # six AR requests finished after the poll
+    assert occupancy(rv.view()["ar"]) == (0, 5, 8)
+    assert view["block"].backlog_ms == 0.0 and view["ar"].calibration == 1.0 and view["ar"].backlog_ms is None
+    rv._polled["block"] = None  # did not answer its poll
+    assert rv.view()["block"] == EngineView(queue_ratio=1.0, reachable=False)
 
 
 def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
@@ -210,7 +222,7 @@ def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
     r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"write": "ar"}, block_max_canvases=8,
                                          load_aware={"enabled": True, "equal_quality_tasks": ["write"], "min_gain": 1.5}))
     r.cost = BY_CANVAS
-    busy_ar = {"queued": 0, "running": 4, "capacity": 8}
-    assert r.decide(req(ESSAY), queues={"block": IDLE | {"backlog_ms": 10000.0}, "ar": busy_ar}).mode == "ar"
-    slow_ar = busy_ar | {"calibration": 3.0}
-    assert r.decide(req(ESSAY), queues={"block": IDLE | {"backlog_ms": 10000.0}, "ar": slow_ar}).mode == "block"
+    busy_ar = EngineView(queued=0, running=4, capacity=8)
+    assert r.decide(req(ESSAY), view={"block": replace(IDLE, backlog_ms=10000.0), "ar": busy_ar}).mode == "ar"
+    slow_ar = replace(busy_ar, calibration=3.0)
+    assert r.decide(req(ESSAY), view={"block": replace(IDLE, backlog_ms=10000.0), "ar": slow_ar}).mode == "block"

@@ -98,8 +98,8 @@ def refusal(router, request) -> RouterError:
 
 def test_refusals_carry_status_code_and_param(route):
     e = refusal(route(), req(model="gpt-4o"))
-    assert (e.status, e.code, e.param) == (400, "model_not_found", "model")
-    assert e.to_dict()["error"]["type"] == "invalid_request_error"
+    assert (e.status, e.code, e.param) == (404, "model_not_found", "model")
+    assert e.body()["error"]["type"] == "invalid_request_error"
     e = refusal(route(), req(headers={"x-tandem-mode": "turbo"}))
     assert (e.status, e.code, e.param) == (400, "invalid_mode_header", "x-tandem-mode")
     e = refusal(route(), req(model="tandem-block", headers={"x-tandem-mode": "ar"}))
@@ -107,7 +107,7 @@ def test_refusals_carry_status_code_and_param(route):
     forcing = default_policy().forcing.model_dump()
     e = refusal(route(forcing={**forcing, "allow_model_alias": False}), req(model="tandem-ar"))
     assert (e.status, e.code) == (403, "mode_forcing_disabled")
-    assert e.to_dict()["error"]["type"] == "permission_error"
+    assert e.body()["error"]["type"] == "permission_error"
     e = refusal(route(forcing={**forcing, "allow_header": False}), req(headers={"x-tandem-mode": "ar"}))
     assert (e.status, e.code, e.param) == (403, "mode_header_disabled", "x-tandem-mode")
     e = refusal(route(forcing={**forcing, "allowed_modes": ["verified", "ar"]}), req(model="tandem-block"))
@@ -151,15 +151,18 @@ def test_shadow_verify_is_deterministic_per_request_and_follows_the_rate(route):
 
 
 def test_load_aware_routing_can_be_switched_off_and_spills_when_on(route):
-    load = {"block": 0.95, "verified": 0.1, "ar": 0.2}
-    d = route(load_aware={"enabled": False}).decide(req(), load=load)
+    from router.routing_view import EngineView
+
+    full_block = {"block": EngineView(queue_ratio=0.95), "ar": EngineView(queue_ratio=0.2)}
+    d = route(load_aware={"enabled": False}).decide(req(), full_block)
     assert (d.mode, d.load_aware) == ("block", False)
     on = route(load_aware={"enabled": True, "max_queue_ratio": 0.8, "spill_order": ["verified", "ar"]})
-    d = on.decide(req(), load=load)
-    assert (d.mode, d.rule, d.load_aware) == ("verified", "load", True)
-    assert on.decide(req(), load={"block": 0.95, "verified": 0.9, "ar": 0.5}).mode == "ar"
-    assert on.decide(req(), load={"block": 0.95, "verified": 0.9, "ar": 0.9}).mode == "block"  # nowhere better
-    assert on.decide(req(model="tandem-block"), load=load).mode == "block"  # forced never moves
+    d = on.decide(req(), full_block)  # verified shares the block engine's queue: AR takes it
+    assert (d.mode, d.rule, d.load_aware) == ("ar", "load", True)
+    assert on.decide(req(), {"block": EngineView(queue_ratio=0.95), "ar": EngineView(queue_ratio=0.9)}).mode == "block"  # nowhere better
+    assert on.decide(req(), {"block": EngineView(queue_ratio=0.95), "ar": EngineView(queue_ratio=1.0, reachable=False)}).mode == "block"
+    assert on.decide(req(model="tandem-block"), full_block).mode == "block"  # forced never moves
+    assert on.decide(req(), {"block": EngineView(queue_ratio=0.1), "ar": EngineView(queue_ratio=0.95)}).mode == "block"
 
 
 def test_a_new_policy_version_applies_to_the_next_request(model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from router.openai_api import ApiError
+from engines.errors import InvalidRequestError
 from router.schemas import MAX_DEPTH, compile_schema
 from tests.listener import Listener
 
@@ -15,8 +15,8 @@ def listener():
         yield server
 
 
-def refused(schema) -> ApiError:
-    with pytest.raises(ApiError) as info:
+def refused(schema) -> InvalidRequestError:
+    with pytest.raises(InvalidRequestError) as info:
         compile_schema(schema)
     err = info.value
     assert err.status == 400 and err.code == "invalid_schema" and err.param == "response_format.json_schema.schema"

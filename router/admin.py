@@ -1,0 +1,95 @@
+"""The admin API (`/admin/...`): the live policy (show, validate, apply, history, rollback) and
+the gateway's stats. Off (404) unless the admin token variable is set; every route needs
+`Authorization: Bearer <token>` (compared in constant time). Hidden from the public OpenAPI
+document. Errors are TandemErrors, answered by the ingress's one handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hmac
+import json
+import os
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, Request
+
+from engines.errors import AuthenticationError, InvalidRequestError, NotFoundError
+from policies.stores import redact
+from router.gateway import replica_gateway
+
+admin = APIRouter(prefix="/admin", include_in_schema=False)
+
+
+def require_admin(request: Request, gw=Depends(replica_gateway)):
+    """The replica's Gateway, once the caller has shown the admin token."""
+    if not gw.admin_token:
+        raise NotFoundError("the admin API is off: start Tandem with TANDEM_ADMIN_TOKEN set", code="admin_disabled")
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), gw.admin_token.encode()):
+        raise AuthenticationError("missing or wrong admin bearer token", code="invalid_admin_token", headers={"WWW-Authenticate": "Bearer"})
+    return gw
+
+
+def _int_field(body: dict, name: str, required: bool = False) -> int | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidRequestError(f"`{name}` must be an integer policy version; got {json.dumps(value)}", param=name, code="invalid_value")
+    return value
+
+
+@admin.get("/policy")
+async def show_policy(gw=Depends(require_admin)):
+    return {"policy": gw.router.policy.model_dump(mode="json"), "store": redact(gw.router.store.status())}
+
+
+@admin.post("/policy/validate")
+async def validate_policy(body: dict[str, Any] = Body(...), gw=Depends(require_admin)):
+    from policies import validate_policy
+
+    policy = validate_policy(body.get("policy", body), source="request body")
+    return {"valid": True, "policy": policy.model_dump(mode="json")}
+
+
+@admin.post("/policy")
+async def apply_policy(body: dict[str, Any] = Body(...), gw=Depends(require_admin)):
+    expect = _int_field(body, "expect_version")
+    policy = gw.router.store.apply(body.get("policy", body), expect_version=expect, note=str(body.get("note", "")))
+    return {"version": policy.version, "policy": policy.model_dump(mode="json")}
+
+
+@admin.get("/policy/history")
+async def policy_history(gw=Depends(require_admin)):
+    return {"history": [json.loads(r.to_json()) for r in gw.router.store.history()]}
+
+
+@admin.post("/policy/rollback")
+async def rollback_policy(body: dict[str, Any] = Body(...), gw=Depends(require_admin)):
+    version = _int_field(body, "version", required=True)
+    policy = gw.router.store.rollback(version, expect_version=_int_field(body, "expect_version"))
+    return {"version": policy.version, "policy": policy.model_dump(mode="json")}
+
+
+@admin.get("/stats")
+async def stats(gw=Depends(require_admin)):
+    from engines.deployment import rss_mb
+    from router import decisions_log
+
+    loads = {}
+    for name, handle in gw.engines.items():
+        try:
+            loads[name] = dataclasses.asdict(await asyncio.wait_for(handle.load.remote(), timeout=2.0))
+        except Exception as exc:
+            loads[name] = {"error": type(exc).__name__}
+    log_stats = decisions_log.stats
+    return gw.stats.snapshot() | {
+        "engines": loads,
+        "routing": gw.view.snapshot(),
+        "decisions_log": {"written": log_stats.written, "dropped": log_stats.dropped},
+        "policy_version": gw.router.policy.version,
+        "pid": os.getpid(),
+        "rss_mb": rss_mb(),
+    }

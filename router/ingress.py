@@ -1,0 +1,159 @@
+"""The HTTP face of the gateway: the FastAPI app, its routes, body limits and one error handler.
+
+Routes are thin: FastAPI validates each body against the pydantic models of `router.openai_api`
+(its `RequestValidationError` becomes a 400 naming the first bad field), and the replica's
+`Gateway` serves it. Every error a client sees is a `TandemError` (engines.errors) answered here
+with OpenAI's error body, its status and headers; anything else is a logged 500.
+
+`api` is declared at module level so Ray Serve's `serve.ingress(api)` can bind it to the Gateway
+class (router.app); nothing is created or connected until `Gateway.__init__` runs in a replica.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from engines.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, TandemError
+from policies.stores import redact
+from router.admin import admin
+from router.gateway import MAX_BODY_BYTES, MODELS, Gateway, chat_call, completion_call, replica_gateway as gateway
+from router.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
+from router.schemas import check_off_loop, compile_schema
+
+log = logging.getLogger("tandem.gateway")
+
+api = FastAPI(title="Tandem", description="One OpenAI-compatible endpoint for a block-diffusion LM.", version="0.1.0")
+api.include_router(admin)
+CREATED = 1_764_460_800  # the `created` time /v1/models reports
+
+
+# ---- errors: one shape --------------------------------------------------------------------------------
+
+
+def error_response(exc: TandemError) -> JSONResponse:
+    body = exc.body()
+    body["error"]["message"] = redact(body["error"]["message"])  # a store error may name a URL with credentials
+    return JSONResponse(body, status_code=exc.status, headers=exc.headers)
+
+
+@api.exception_handler(TandemError)
+async def _tandem_error(_request: Request, exc: TandemError):
+    return error_response(exc)
+
+
+@api.exception_handler(RequestValidationError)
+async def _invalid_body(_request: Request, exc: RequestValidationError):
+    return error_response(validation_error(list(exc.errors())))
+
+
+@api.exception_handler(HTTPException)
+async def _http_error(request: Request, exc: HTTPException):
+    if exc.status_code == 404:
+        return error_response(NotFoundError(f"no route {request.method} {request.url.path}"))
+    if exc.status_code == 405:
+        err = InvalidRequestError(f"method {request.method} not allowed on {request.url.path}", code="method_not_allowed")
+        err.status = 405
+        return error_response(err)
+    if exc.status_code == 400:  # FastAPI could not parse the body (e.g. an integer over Python's digit limit)
+        return error_response(InvalidRequestError(f"request body is not valid JSON: {exc.detail}", code="invalid_json"))
+    err = TandemError(str(exc.detail), code="http_error")
+    err.status, err.type = exc.status_code, "invalid_request_error" if exc.status_code < 500 else "server_error"
+    return error_response(err)
+
+
+@api.exception_handler(Exception)
+async def _unexpected(_request: Request, exc: Exception):
+    log.exception("unhandled error")
+    return error_response(TandemError(f"internal error: {type(exc).__name__}"))
+
+
+# ---- body limit ----------------------------------------------------------------------------------------
+
+
+class BodyLimit:
+    """ASGI middleware: 413 before a body over the gateway's limit is read, by its declared length,
+    else by counting what arrives; a body within the limit is replayed to the route."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        limit = _body_limit()
+        too_large = error_response(PayloadTooLargeError(f"request body over {limit} bytes"))
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            return await too_large(scope, receive, send)
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > limit:
+                return await too_large(scope, receive, send)
+            more = message.get("more_body", False)
+        body, replayed = b"".join(chunks), False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # then the client's disconnect, which cancels abandoned streams
+
+        return await self.app(scope, replay, send)
+
+
+api.add_middleware(BodyLimit)
+
+
+def _body_limit() -> int:
+    try:
+        return gateway().max_body_bytes
+    except Exception:  # no replica context (in-process tests): the default
+        return MAX_BODY_BYTES
+
+
+# ---- routes -------------------------------------------------------------------------------------------
+
+
+@api.get("/v1/models")
+async def models():
+    return {"object": "list", "data": [{"id": m, "object": "model", "created": CREATED, "owned_by": "tandem"} for m in MODELS]}
+
+
+@api.get("/v1/models/{model_id}")
+async def model(model_id: str):
+    if model_id not in MODELS:
+        raise NotFoundError(f"model {model_id!r} does not exist; available: {', '.join(MODELS)}", code="model_not_found", param="model")
+    return {"id": model_id, "object": "model", "created": CREATED, "owned_by": "tandem"}
+
+
+@api.post("/v1/chat/completions")
+async def chat_completions(body: ChatCompletionRequest, request: Request, gw: Gateway = Depends(gateway)):
+    fmt = body.response_format
+    check = await check_off_loop(compile_schema, fmt.schema_()) if fmt is not None and fmt.type != "text" else None
+    return await gw.serve(chat_call(body, dict(request.headers), check), dict(request.headers))
+
+
+@api.post("/v1/completions")
+async def completions(body: CompletionRequest, request: Request, gw: Gateway = Depends(gateway)):
+    return await gw.serve(completion_call(body, dict(request.headers)), dict(request.headers))
+
+
+@api.get("/health")
+async def health():
+    return {"status": "ok"}
+
+
+@api.get("/ready")
+async def ready(gw: Gateway = Depends(gateway)):
+    return await gw.ready()
