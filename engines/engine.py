@@ -68,6 +68,12 @@ class DiffusionEngine:
         )
 
     def prompt_ids(self, req: GenerationRequest) -> list[int]:
+        try:
+            return self._prompt_ids(req)
+        except (TypeError, UnicodeError) as exc:  # text the tokenizer cannot take is the client's error
+            raise InvalidRequestError(f"the prompt cannot be tokenized: {type(exc).__name__}: {exc}", param="messages") from None
+
+    def _prompt_ids(self, req: GenerationRequest) -> list[int]:
         if (req.prompt is None) == (req.messages is None):
             raise InvalidRequestError("give exactly one of `prompt` and `messages`", param="prompt")
         if req.messages is not None:

@@ -25,33 +25,19 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from fastapi.responses import JSONResponse, StreamingResponse
-from opentelemetry import trace
-
 from engines.defaults import DEFAULT_MAX_TOKENS
 from engines.errors import EngineUnavailableError, TandemError, UnprocessableError
 from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
 from router.openai_api import DONE, chat_chunk, chat_response, completion_chunk, completion_response, new_id, sse, usage
+from router.calls import Call
 from router.routing_view import RoutingView, Ticket
-from router.schemas import SchemaCheck, check_off_loop
+from router.schemas import check_off_loop
+from router.telemetry import engine_span
 
 log = logging.getLogger("tandem.gateway")
 
 MODELS = ("tandem", "tandem-block", "tandem-verified", "tandem-ar")
 MAX_BODY_BYTES = 4 * 1024 * 1024
-
-
-@dataclasses.dataclass
-class Call:
-    """One validated API request, as the gateway serves it."""
-
-    chat: bool  # chat completion (else text completion)
-    model: str  # the alias the client asked for
-    gen: GenerationRequest  # prompt or messages, and sampling; mode and canvas are filled in by routing
-    route: object  # the router.types.RouteRequest routing reads
-    stream: bool = False
-    include_usage: bool = False  # stream_options.include_usage
-    schema_check: SchemaCheck | None = None  # response_format JSON, compiled
-    request_id: str = ""
 
 
 def replica_gateway() -> "Gateway":
@@ -190,7 +176,7 @@ class Gateway:
                     out = EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}")
                 if not isinstance(out, TandemError):
                     if isinstance(out, GenerationResult):
-                        _engine_span(self.telemetry.tracer, span, out)
+                        engine_span(self.telemetry.tracer, span, out)
                     return (*(out if isinstance(out, tuple) else (out,)), ticket, mode, attempt > 0)
                 self.view.returned(ticket, ok=False)
                 span.set_attribute("error.code", out.code)
@@ -344,53 +330,3 @@ class Gateway:
 
         if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, stream=self.decisions_stream):
             self.telemetry.decisions_dropped.add(1)
-
-
-def _engine_span(tracer, span, result: GenerationResult) -> None:
-    s = result.stats
-    span.set_attributes({"tokens.output": s.output_tokens, "tokens.prompt": s.prompt_tokens, "forwards": s.forwards,
-                         "tokens_per_forward": s.tokens_per_forward, "finish_reason": result.finish_reason})
-    # The engine runs in another process; it reports when each canvas (block) or draft-and-verify
-    # round (verified) ran, and those become spans with the engine's own timestamps.
-    times = s.canvas_times_ns or [(None, None)] * len(s.steps_per_canvas)
-    parent = span
-    if s.drafted:
-        parent = tracer.start_span("tandem.verify", context=trace.set_span_in_context(span), start_time=times[0][0] if times else None,
-                                   attributes={"drafted": s.drafted, "accepted": s.accepted, "acceptance_rate": s.acceptance_rate})
-    for i, (steps, (began, ended)) in enumerate(zip(s.steps_per_canvas, times)):
-        child = tracer.start_span("tandem.canvas", context=trace.set_span_in_context(parent), start_time=began,
-                                  attributes={"canvas.index": i, "canvas.steps": steps})
-        child.end(end_time=ended)
-    if parent is not span:
-        parent.end(end_time=times[-1][1] if times else None)
-
-
-# ---- from the wire format to a Call ---------------------------------------------------------------------
-
-
-def chat_call(req, headers: dict[str, str], schema_check: SchemaCheck | None = None) -> Call:
-    """A validated `ChatCompletionRequest` as the gateway serves it."""
-    gen = _sampling(req, GenerationRequest(messages=req.engine_messages()))
-    fmt = req.response_format.model_dump() if req.response_format else None
-    return Call(chat=True, model=req.model, gen=gen, route=_route(req, gen.messages, headers, fmt, req.tools), stream=req.stream,
-                include_usage=bool(req.stream_options and req.stream_options.include_usage), schema_check=schema_check)
-
-
-def completion_call(req, headers: dict[str, str]) -> Call:
-    """A validated `CompletionRequest` as the gateway serves it."""
-    gen = _sampling(req, GenerationRequest(prompt=req.prompt))
-    return Call(chat=False, model=req.model, gen=gen, route=_route(req, [{"role": "user", "content": req.prompt}], headers, None, None),
-                stream=req.stream, include_usage=bool(req.stream_options and req.stream_options.include_usage))
-
-
-def _sampling(req, gen: GenerationRequest) -> GenerationRequest:
-    return dataclasses.replace(gen, max_new_tokens=req.token_budget() or DEFAULT_MAX_TOKENS, temperature=req.temperature or 0.0,
-                               top_p=req.top_p or 1.0, stop=req.stop or [], seed=req.seed)
-
-
-def _route(req, messages: list[dict], headers: dict[str, str], response_format: dict | None, tools):
-    from router.types import RouteRequest
-
-    api_key = headers.get("authorization", "").partition(" ")[2] or None
-    return RouteRequest(messages=messages, model=req.model, max_tokens=req.token_budget(), response_format=response_format, tools=tools,
-                        stop=req.stop, headers=headers, api_key=api_key)

@@ -21,7 +21,8 @@ from starlette.exceptions import HTTPException
 from engines.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, TandemError
 from policies.stores import redact
 from router.admin import admin
-from router.gateway import MAX_BODY_BYTES, MODELS, Gateway, chat_call, completion_call, replica_gateway as gateway
+from router.calls import chat_call, completion_call
+from router.gateway import MAX_BODY_BYTES, MODELS, Gateway, replica_gateway as gateway
 from router.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
 from router.schemas import check_off_loop, compile_schema
 

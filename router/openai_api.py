@@ -19,6 +19,16 @@ from engines.errors import InvalidRequestError
 MAX_STOP = 4  # OpenAI's limit on stop sequences
 
 
+def text_field(value: str, what: str) -> str:
+    """`value`, or a ValueError if it holds a lone surrogate: JSON can carry one ("\\ud800"), no
+    tokenizer can encode it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} holds a lone UTF-16 surrogate, which is not text") from None
+    return value
+
+
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="ignore")
     include_usage: bool = False
@@ -62,6 +72,8 @@ class _Sampling(BaseModel):
                 raise ValueError(f"at most {MAX_STOP} stop sequences")
             if any(not s for s in stops):
                 raise ValueError("stop sequences must be non-empty")
+            for s in stops:
+                text_field(s, "a stop sequence")
         return stops
 
     @field_validator("n")
@@ -76,6 +88,16 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _text(cls, v):
+        if isinstance(v, str):
+            return text_field(v, "content")
+        for part in v or []:
+            if isinstance(part.get("text"), str):
+                text_field(part["text"], "content")
+        return v
 
     def text(self) -> str:
         if isinstance(self.content, list):
@@ -116,7 +138,7 @@ class CompletionRequest(_Sampling):
             if len(v) != 1:
                 raise ValueError("exactly one prompt per request is supported")
             v = v[0]
-        return v
+        return text_field(v, "prompt")
 
     def token_budget(self) -> int | None:
         return self.max_tokens

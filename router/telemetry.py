@@ -18,6 +18,7 @@ import json
 import threading
 from collections import defaultdict, deque
 
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -131,3 +132,23 @@ class GatewayStats:
                 "acceptance_rate": round(self.accepted / self.drafted, 4) if self.drafted else None,
                 "shadow_acceptance_rate": round(self.shadow_accepted / self.shadow_drafted, 4) if self.shadow_drafted else None,
             }
+
+
+def engine_span(tracer, span, result) -> None:
+    """Attributes of an engine attempt's span, and its canvas (block) or round (verified) children."""
+    s = result.stats
+    span.set_attributes({"tokens.output": s.output_tokens, "tokens.prompt": s.prompt_tokens, "forwards": s.forwards,
+                         "tokens_per_forward": s.tokens_per_forward, "finish_reason": result.finish_reason})
+    # The engine runs in another process; it reports when each canvas (block) or draft-and-verify
+    # round (verified) ran, and those become spans with the engine's own timestamps.
+    times = s.canvas_times_ns or [(None, None)] * len(s.steps_per_canvas)
+    parent = span
+    if s.drafted:
+        parent = tracer.start_span("tandem.verify", context=trace.set_span_in_context(span), start_time=times[0][0] if times else None,
+                                   attributes={"drafted": s.drafted, "accepted": s.accepted, "acceptance_rate": s.acceptance_rate})
+    for i, (steps, (began, ended)) in enumerate(zip(s.steps_per_canvas, times)):
+        child = tracer.start_span("tandem.canvas", context=trace.set_span_in_context(parent), start_time=began,
+                                  attributes={"canvas.index": i, "canvas.steps": steps})
+        child.end(end_time=ended)
+    if parent is not span:
+        parent.end(end_time=times[-1][1] if times else None)

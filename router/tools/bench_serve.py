@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import socket
 import statistics
 import time
 from pathlib import Path
@@ -22,37 +21,6 @@ from pathlib import Path
 import httpx
 
 POLICIES = {"all-ar": "tandem-ar", "all-block": "tandem-block", "all-verified": "tandem-verified", "router": "tandem"}
-
-
-def _start_app(checkpoint: str | None) -> tuple[str, callable]:
-    import os
-
-    import ray
-    from ray import serve
-
-    from router.app import build_app
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(build_app({"checkpoint": checkpoint}), name="tandem", route_prefix="/")
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-
-    def stop():
-        serve.shutdown()
-        ray.shutdown()
-
-    return url, stop
 
 
 async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -> dict:
@@ -146,7 +114,13 @@ def main(args) -> int:
 
     items = generate_suite(args.n, split="test", seed=args.seed)
     random.Random(args.seed).shuffle(items)
-    url, stop = (args.url, None) if args.url else _start_app(args.checkpoint)
+    if args.url:
+        url, stop = args.url, None
+    else:
+        from router.tools.local_app import start_app
+
+        app = start_app({"checkpoint": args.checkpoint})
+        url, stop = app.url, app.stop
     runs = []
     try:
         asyncio.run(_run(url, "tandem-ar", items[:2], 1, args.max_tokens))  # warm-up

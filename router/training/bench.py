@@ -57,6 +57,7 @@ def run(n: int = 800, repeat: int = 3, model_path=None, reference_calls: int = 2
     from router.training.dataset import TEST_PATH, load_jsonl
     from router.decide import Router
     from router.features import extract_features
+    from router.training.fit import predict_reference
     from router.types import RouteRequest
 
     recs = load_jsonl(TEST_PATH)[:n]
@@ -72,7 +73,7 @@ def run(n: int = 800, repeat: int = 3, model_path=None, reference_calls: int = 2
         _row("decide(dict)", *_timed(router.decide, bodies, 1)),
         _row("features", *_timed(lambda q: extract_features(q.messages, q.max_tokens, q.response_format, q.tools, q.stop), reqs, 1)),
         _row("model.predict (lean)", *_timed(router.model.predict, feats, 1)),
-        _row("sklearn pipeline, 1 request", *_timed(lambda f: router.model.predict_reference([f]), feats[:reference_calls], 1)),
+        _row("sklearn pipeline, 1 request", *_timed(lambda f: predict_reference(router.model, [f]), feats[:reference_calls], 1)),
     ]
     machine = _machine()
     machine["load_avg_during"] = [round(x, 2) for x in load_before]

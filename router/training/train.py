@@ -1,9 +1,10 @@
 """Train and evaluate the router model (`tandem router train` / `tandem router evaluate`).
 
-`fit(records)` trains the calibrated task classifier and the p90 length regressor on data-set
-lines (see router/training/dataset/__init__.py for the format). `evaluate(model, records)` reports task accuracy,
-a per-class report, the confusion matrix, mode agreement (what the default policy decides with
-this model vs the labeled mode) and length coverage (share of answers within the predicted p90).
+`fit(records)` trains the calibrated task classifier and the p90 length regressor (pipelines
+built in router/training/fit.py) on data-set lines (see router/training/dataset/__init__.py for
+the format). `evaluate(model, records)` reports task accuracy, a per-class report, the confusion
+matrix, mode agreement (what the default policy decides with this model vs the labeled mode) and
+length coverage (share of answers within the predicted p90).
 `train(...)` does both, with the held-out split, and saves the model with its metadata.
 
 Everything runs single-threaded (n_jobs=1): the machine is shared.
@@ -20,9 +21,9 @@ import numpy as np
 
 from router.training.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
 from router.features import FEATURE_VERSION, NUMERIC_FEATURES, features_of
-from router.classifier import (
+from router.classifier import RouterModel
+from router.training.fit import (
     QUANTILE,
-    RouterModel,
     build_classifier,
     build_length_regressor,
     build_text_length,

@@ -4,20 +4,11 @@ store and decisions stream, HTTP on a free port, spans and metrics written to a 
 from __future__ import annotations
 
 import os
-import socket
-import time
 import uuid
 
-import httpx
 import pytest
 
 ADMIN_TOKEN = "test-admin-token-" + uuid.uuid4().hex[:8]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -31,19 +22,13 @@ def redis_url():
 
 @pytest.fixture(scope="session")
 def serve_app(tiny_checkpoint, redis_url, tmp_path_factory):
-    import ray
-    from ray import serve
-
-    from router.app import build_app
+    from router.tools.local_app import start_app
 
     prefix = f"tandem-test-{uuid.uuid4().hex[:8]}:"
     spans = tmp_path_factory.mktemp("otel") / "telemetry.jsonl"
     os.environ["TANDEM_ADMIN_TOKEN"] = ADMIN_TOKEN  # inherited by the replicas
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    port = _free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    app = build_app(
+    app = start_app(
         {
             "checkpoint": str(tiny_checkpoint),
             "policy_source": redis_url,
@@ -51,22 +36,12 @@ def serve_app(tiny_checkpoint, redis_url, tmp_path_factory):
             "telemetry": f"file:{spans}",
             "request_timeout_s": 60,
             "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 16},
-        }
+        },
+        ready_timeout_s=60,
     )
-    serve.run(app, name="tandem", route_prefix="/")
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.time() < deadline, "the app did not get ready in 60 s"
-        time.sleep(0.5)
+    url = app.url
     yield {"url": url, "prefix": prefix, "spans": spans, "redis_url": redis_url}
-    serve.shutdown()
-    ray.shutdown()
+    app.stop()
     import redis
 
     client = redis.Redis.from_url(redis_url)

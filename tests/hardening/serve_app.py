@@ -16,20 +16,14 @@ import threading
 
 
 def main(port: int, args: dict) -> None:
-    import ray
-    from ray import serve
+    from router.tools.local_app import start_app
 
-    from router.app import build_app
-
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(build_app(args), name="tandem", route_prefix="/")
+    app = start_app(args, port=port, new_cluster=True, ready_timeout_s=170)
     print("READY", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     stop.wait()
-    serve.shutdown()
-    ray.shutdown()
+    app.stop()
 
 
 if __name__ == "__main__":

@@ -128,3 +128,14 @@ def test_no_admin_response_echoes_a_secret(app_url, admin):
         assert_no_secret(r)
     store = responses[0].json()["store"]
     assert store["store"] == "redis" and "***@" in store["source"], "the store URL is shown with its password masked"
+
+
+def test_versions_must_be_integers(app_url, admin):
+    """`"4"` once got 409 "expected 4 but current is 4"; `true` got 404 "no policy version True"."""
+    current = httpx.get(f"{app_url}/admin/policy", headers=admin, timeout=10).json()["policy"]
+    for path, body in (("/admin/policy", {"policy": current, "expect_version": str(current["version"])}),
+                       ("/admin/policy/rollback", {"version": True}), ("/admin/policy/rollback", {"version": "1"})):
+        r = httpx.post(app_url + path, headers=admin, json=body, timeout=10)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["code"] == "invalid_value" and "integer" in r.json()["error"]["message"]
+    assert httpx.get(f"{app_url}/admin/policy", headers=admin, timeout=10).json()["policy"]["version"] == current["version"]

@@ -79,5 +79,6 @@ def test_serving_survives_a_redis_crash_and_reconnects(hardened_app):
         applied_at = time.perf_counter()
         wait_for(lambda: served_version(url) == str(changed.version), timeout_s=1.0, step_s=0.02)
         propagation_s = time.perf_counter() - applied_at
-        store.rollback(current.version)
+        # restore (a fresh prefix serves the built-in default as version 0, which no history holds)
+        store.apply(current.content(), expect_version=changed.version, note="hardening: restore")
     print(f"store reconnected {reconnect_s:.2f} s after Redis returned; new policy served after {propagation_s:.3f} s")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -28,6 +31,19 @@ def test_registry_builds_the_store_the_source_names(policy_file, redis_url, pref
         assert isinstance(store, RedisStore)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("first", ["policies.stores", "policies.stores.base", "policies.stores.file_store",
+                                   "policies.stores.redis_store", "policies.stores.memory_store"])
+def test_any_store_module_imports_first_without_a_cycle_or_the_redis_library(first):
+    """The registry holds every store whichever module a process imports first, and importing
+    the stores does not load `redis` (only building a Redis store does)."""
+    code = (f"import sys, {first}; from policies.stores import STORES, RedisStore; "
+            "assert set(STORES) == {'file', 'redis', 'memory'} and STORES['redis'] is RedisStore, STORES; "
+            "assert 'redis' not in sys.modules")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
 
 
 def test_default_source_comes_from_env(policy_file, monkeypatch):

@@ -1,0 +1,243 @@
+"""The Redis policy store (`redis`, a redis:// URL): one policy shared by every replica.
+
+Keys: `<prefix>policy:current` holds the active policy as JSON with its `version`;
+`<prefix>policy:history` is a hash version -> record; every write publishes on
+`<prefix>policy:updates`. A watcher thread subscribes and re-reads on each message (and polls
+every `poll_interval_s` as a health check), so replicas reload within a second. Writes are
+compare-and-set under WATCH/MULTI. When Redis is unreachable the store keeps serving the last
+good policy, reconnects with exponential backoff, logs the outage once, and reports it in
+`status()` (`healthy`, `connection_errors_total`, `reconnects_total`, ...).
+
+`current()` is the hot path and, while watching, never does I/O. The client has no retries of
+its own, so an outage surfaces at once and is handled here. The `redis` library is imported
+only when a store is built, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from policies.errors import PolicyNotFoundError, PolicyStoreUnavailableError, PolicyValidationError, StaleVersionError
+from policies.schema import Policy
+from policies.stores.base import PolicyRecord, PolicyStore, default_policy, validate_policy
+
+log = logging.getLogger("tandem.policies")
+
+
+class RedisStore(PolicyStore):
+    """A policy shared through Redis by every replica; see the module docstring."""
+
+    name: ClassVar[str] = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        prefix: str = "tandem:",
+        watch: bool = True,
+        bootstrap: Policy | None = None,
+        poll_interval_s: float = 2.0,
+        socket_timeout_s: float = 1.0,
+        backoff_s: tuple[float, float] = (0.1, 5.0),
+    ):
+        import redis  # heavy-ish; only when a Redis store is built
+
+        self._redis = redis
+        self.url = url
+        self.prefix = prefix  # key prefix; tests use a unique one each
+        self.key_current = f"{prefix}policy:current"
+        self.key_history = f"{prefix}policy:history"
+        self.channel = f"{prefix}policy:updates"
+        self.poll_interval_s = poll_interval_s  # watcher's re-read (and health check) period
+        self.backoff_s = backoff_s  # (first, max) wait between reconnect attempts, doubling
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # No client-side retries: an outage should surface at once and be handled here.
+        self.client = redis.Redis.from_url(
+            url,
+            socket_timeout=socket_timeout_s,
+            socket_connect_timeout=socket_timeout_s,
+            decode_responses=True,
+            retry=Retry(NoBackoff(), 0),
+            health_check_interval=0,
+        )
+        self._policy: Policy = bootstrap or default_policy()  # served until Redis says otherwise
+        self._raw: str | None = None  # the JSON last loaded, to skip no-op reloads
+        self._lock = threading.Lock()
+        self.healthy = False
+        self.last_error: str | None = None
+        self.connection_errors_total = 0  # failed Redis calls (reads, writes, the watcher)
+        self.reconnects_total = 0  # outages that ended
+        self.reloads_total = 0  # policies loaded from Redis
+        self.invalid_total = 0  # policies in Redis that failed validation (kept the last good)
+        self.listeners: list[Callable[[Policy], None]] = []  # called after each reload
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        try:
+            self._refresh()
+            self._mark_up()
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            self._mark_down(exc)
+        if watch:
+            self._thread = threading.Thread(target=self._watch, name=f"policy-watch-{prefix}", daemon=True)
+            self._thread.start()
+
+    def describe(self) -> str:
+        return f"{self.url} (prefix {self.prefix!r})"
+
+    # health bookkeeping
+    def _mark_down(self, exc: BaseException) -> None:
+        self.connection_errors_total += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        if self.healthy or self.connection_errors_total == 1:
+            log.warning(
+                "policy store %s unreachable (%s); serving last good policy version %d",
+                self.url, self.last_error, self._policy.version,
+            )
+        self.healthy = False
+
+    def _mark_up(self) -> None:
+        if not self.healthy and self.connection_errors_total:
+            self.reconnects_total += 1
+            log.warning("policy store %s reachable again; policy version %d", self.url, self._policy.version)
+        self.healthy = True
+        self.last_error = None
+
+    def _refresh(self) -> None:
+        """Re-read the current policy from Redis (raises on connection errors)."""
+        raw = self.client.get(self.key_current)
+        if raw is None or raw == self._raw:
+            return  # nothing stored yet (or Redis restarted empty): keep what we serve
+        try:
+            policy = validate_policy(json.loads(raw), self.key_current)
+        except (PolicyValidationError, json.JSONDecodeError) as exc:
+            self.invalid_total += 1
+            self._raw = raw
+            log.error("invalid policy in %s ignored, keeping version %d: %s", self.key_current, self._policy.version, exc)
+            return
+        self._set(policy, raw)
+
+    def _set(self, policy: Policy, raw: str) -> None:
+        with self._lock:
+            changed = policy != self._policy
+            self._policy, self._raw = policy, raw
+            self.reloads_total += 1
+        if changed:
+            log.info("policy version %d active (from %s)", policy.version, self.key_current)
+            for fn in list(self.listeners):
+                fn(policy)
+
+    def _watch(self) -> None:
+        redis = self._redis
+        delay = self.backoff_s[0]
+        while not self._stop.is_set():
+            pubsub = None
+            try:
+                pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+                pubsub.subscribe(self.channel)
+                self._refresh()  # after subscribing, so no update falls between the two
+                self._mark_up()
+                delay = self.backoff_s[0]
+                last_poll = time.monotonic()
+                while not self._stop.is_set():
+                    msg = pubsub.get_message(timeout=0.2)
+                    if msg is not None or time.monotonic() - last_poll >= self.poll_interval_s:
+                        self._refresh()
+                        last_poll = time.monotonic()
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                self._mark_down(exc)
+                self._stop.wait(delay)
+                delay = min(delay * 2, self.backoff_s[1])
+            except Exception:  # never let the watcher die: keep serving, try again later
+                log.exception("policy watcher error")
+                self._stop.wait(delay)
+            finally:
+                if pubsub is not None:
+                    with contextlib.suppress(Exception):
+                        pubsub.close()
+
+    def current(self) -> Policy:
+        if self._thread is None:  # not watching (CLI): read through, keep last good on failure
+            try:
+                self._refresh()
+                self._mark_up()
+            except (self._redis.ConnectionError, self._redis.TimeoutError, OSError) as exc:
+                self._mark_down(exc)
+        return self._policy
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        try:
+            out = fn()
+        except (self._redis.ConnectionError, self._redis.TimeoutError, OSError) as exc:
+            self._mark_down(exc)
+            raise PolicyStoreUnavailableError(f"policy store {self.url} is unreachable: {exc}") from None
+        return out
+
+    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "") -> Policy:
+        new = validate_policy(policy)  # before touching Redis: an invalid policy changes nothing
+        redis = self._redis
+
+        def cas() -> tuple[Policy, str]:
+            with self.client.pipeline() as pipe:
+                while True:
+                    try:
+                        pipe.watch(self.key_current)
+                        raw = pipe.get(self.key_current)
+                        cur = int(json.loads(raw)["version"]) if raw else 0
+                        if expect_version is not None and expect_version != cur:
+                            raise StaleVersionError(expect_version, cur)
+                        stored = new.model_copy(update={"version": cur + 1})
+                        body = json.dumps({"version": stored.version, **stored.content()}, sort_keys=True)
+                        rec = PolicyRecord(stored.version, stored.content(), time.time(), note)
+                        pipe.multi()
+                        pipe.set(self.key_current, body)
+                        pipe.hset(self.key_history, str(stored.version), rec.to_json())
+                        pipe.publish(self.channel, json.dumps({"version": stored.version}))
+                        pipe.execute()
+                        return stored, body
+                    except redis.WatchError:
+                        continue  # someone wrote in between; re-read and decide again
+
+        stored, body = self._call(cas)
+        self._mark_up()
+        self._set(stored, body)
+        log.info("policy version %d written to %s", stored.version, self.key_current)
+        return stored
+
+    def history(self) -> list[PolicyRecord]:
+        raw = self._call(lambda: self.client.hgetall(self.key_history))
+        return sorted((PolicyRecord.from_json(v) for v in raw.values()), key=lambda r: r.version)
+
+    def rollback(self, version: int, expect_version: int | None = None) -> Policy:
+        raw = self._call(lambda: self.client.hget(self.key_history, str(version)))
+        if raw is None:
+            raise PolicyNotFoundError(f"no policy version {version} in {self.key_history}", param="version")
+        rec = PolicyRecord.from_json(raw)
+        return self.apply(rec.policy, expect_version=expect_version, note=f"rollback to {version}")
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "store": self.name,
+            "source": self.url,
+            "prefix": self.prefix,
+            "version": self._policy.version,
+            "healthy": self.healthy,
+            "last_error": self.last_error,
+            "connection_errors_total": self.connection_errors_total,
+            "reconnects_total": self.reconnects_total,
+            "reloads_total": self.reloads_total,
+            "invalid_total": self.invalid_total,
+        }
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        with contextlib.suppress(Exception):
+            self.client.close()

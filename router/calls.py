@@ -1,0 +1,56 @@
+"""A validated API request as the gateway serves it (`Call`), built from the OpenAI wire format.
+
+The request models of `router.openai_api` say what a client may send; a `Call` is what the
+gateway needs of it: the `GenerationRequest` for the engine (sampling filled in, mode and canvas
+left to routing), the `RouteRequest` routing reads, and how to answer (chat or text, streamed,
+with usage, a compiled response_format check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from engines.defaults import DEFAULT_MAX_TOKENS
+from engines.types import GenerationRequest
+from router.schemas import SchemaCheck
+from router.types import RouteRequest
+
+
+@dataclasses.dataclass
+class Call:
+    """One validated API request, as the gateway serves it."""
+
+    chat: bool  # chat completion (else text completion)
+    model: str  # the alias the client asked for
+    gen: GenerationRequest  # prompt or messages, and sampling; mode and canvas are filled in by routing
+    route: RouteRequest  # what routing reads
+    stream: bool = False
+    include_usage: bool = False  # stream_options.include_usage
+    schema_check: SchemaCheck | None = None  # response_format JSON, compiled
+    request_id: str = ""
+
+
+def chat_call(req, headers: dict[str, str], schema_check: SchemaCheck | None = None) -> Call:
+    """A validated `ChatCompletionRequest` as the gateway serves it."""
+    gen = _sampling(req, GenerationRequest(messages=req.engine_messages()))
+    fmt = req.response_format.model_dump() if req.response_format else None
+    return Call(chat=True, model=req.model, gen=gen, route=_route(req, gen.messages, headers, fmt, req.tools), stream=req.stream,
+                include_usage=bool(req.stream_options and req.stream_options.include_usage), schema_check=schema_check)
+
+
+def completion_call(req, headers: dict[str, str]) -> Call:
+    """A validated `CompletionRequest` as the gateway serves it."""
+    gen = _sampling(req, GenerationRequest(prompt=req.prompt))
+    return Call(chat=False, model=req.model, gen=gen, route=_route(req, [{"role": "user", "content": req.prompt}], headers, None, None),
+                stream=req.stream, include_usage=bool(req.stream_options and req.stream_options.include_usage))
+
+
+def _sampling(req, gen: GenerationRequest) -> GenerationRequest:
+    return dataclasses.replace(gen, max_new_tokens=req.token_budget() or DEFAULT_MAX_TOKENS, temperature=req.temperature or 0.0,
+                               top_p=req.top_p or 1.0, stop=req.stop or [], seed=req.seed)
+
+
+def _route(req, messages: list[dict], headers: dict[str, str], response_format: dict | None, tools):
+    api_key = headers.get("authorization", "").partition(" ")[2] or None
+    return RouteRequest(messages=messages, model=req.model, max_tokens=req.token_budget(), response_format=response_format, tools=tools,
+                        stop=req.stop, headers=headers, api_key=api_key)

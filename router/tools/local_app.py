@@ -1,0 +1,65 @@
+"""`start_app(args)`: the Tandem app on a local Ray cluster with HTTP on a free port, ready when it
+returns. One helper for the tests, the hardening tests' child process and `tandem bench serve`.
+
+    app = start_app({"checkpoint": ...})   # LocalApp(url, stop)
+    ...
+    app.stop()
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+READY_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LocalApp:
+    url: str  # http://127.0.0.1:PORT
+    stop: Callable[[], None]  # shuts the app and the Ray cluster down
+
+
+def start_app(args: dict | None = None, port: int | None = None, num_cpus: int = 2, new_cluster: bool = False,
+              ready_timeout_s: float = READY_TIMEOUT_S) -> LocalApp:
+    """Start Ray (`num_cpus`; a fresh local cluster with `new_cluster`), Serve on `port` (default:
+    a free one) and the app built from `args`; wait until /ready answers 200 (AssertionError after
+    `ready_timeout_s`)."""
+    import httpx
+    import ray
+    from ray import serve
+
+    from router.app import build_app
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(address="local" if new_cluster else None, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    port = port or free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(build_app(args or {}), name="tandem", route_prefix="/")
+    url = f"http://127.0.0.1:{port}"
+
+    def stop() -> None:
+        serve.shutdown()
+        ray.shutdown()
+
+    deadline = time.monotonic() + ready_timeout_s
+    while True:
+        try:
+            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                return LocalApp(url, stop)
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            stop()
+            raise AssertionError(f"the app did not get ready in {ready_timeout_s:.0f} s")
+        time.sleep(0.5)

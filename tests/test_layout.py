@@ -1,0 +1,75 @@
+"""The layout in DESIGN.md holds: floors (engines/ at the bottom, policies/ above it, router/ on
+top) are never crossed upwards, module-level imports form no cycle, and the request path's
+modules stay short enough to read in one sitting."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("engines", "policies", "router")
+FLOOR = {"engines": 0, "policies": 1, "router": 2}
+OFFLINE = ("training", "tools")  # subpackages that are not on the request path
+MAX_REQUEST_PATH_LINES = 350
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def imports(path: Path, top_level_only: bool = False) -> set[str]:
+    """Project modules `path` imports (anywhere, or only at module level)."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    names = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return {n for n in names if n.split(".")[0] in PACKAGES}
+
+
+def test_no_import_points_up_a_floor():
+    wrong = []
+    for name, path in modules().items():
+        here = FLOOR[name.split(".")[0]]
+        wrong += [f"{name} imports {m}" for m in sorted(imports(path)) if FLOOR[m.split(".")[0]] > here]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_module_level_imports_form_no_cycle():
+    mods = modules()
+    graph = {name: {m for m in imports(path, top_level_only=True) if m in mods and m != name} for name, path in mods.items()}
+    done: set[str] = set()
+
+    def visit(node: str, trail: list[str]) -> None:
+        for nxt in sorted(graph[node]):
+            assert nxt not in trail, "import cycle: " + " -> ".join(trail[trail.index(nxt):] + [nxt])
+            if nxt not in done:
+                visit(nxt, trail + [nxt])
+        done.add(node)
+
+    for name in sorted(graph):
+        visit(name, [name])
+
+
+def on_request_path(module: str) -> bool:
+    """A package's own modules (router.gateway), not its face or its offline subpackages."""
+    parts = module.split(".")
+    return len(parts) >= 2 and parts[1] not in OFFLINE
+
+
+def test_request_path_modules_are_short():
+    long = {name: n for name, path in modules().items()
+            if on_request_path(name) and (n := len(path.read_text().splitlines())) > MAX_REQUEST_PATH_LINES}
+    assert not long, f"request-path modules over {MAX_REQUEST_PATH_LINES} lines: {long}"
