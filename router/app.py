@@ -50,9 +50,8 @@ def build_app(args: dict | None = None):
     engine_options = {"ray_actor_options": {"num_cpus": 0.5}, "max_ongoing_requests": 128}
     block = serve.deployment(EngineDeployment, name="BlockEngine", **engine_options).bind(a.checkpoint, modes=("block", "verified"), **engine_kwargs)
     ar = serve.deployment(EngineDeployment, name="AREngine", **engine_options).bind(a.checkpoint, modes=("ar",), **engine_kwargs)
-    redis_url = a.redis_url or (a.policy_source if a.policy_source and a.policy_source.startswith(("redis://", "rediss://")) else None)
     gateway_options = {"ray_actor_options": {"num_cpus": 0.1}, "max_ongoing_requests": 512}
     return serve.deployment(serve.ingress(api)(Gateway), name="Gateway", **gateway_options).bind(
-        block, ar, policy_source=a.policy_source, router_model=a.router_model, redis_url=redis_url, key_prefix=a.key_prefix,
+        block, ar, policy_source=a.policy_source, router_model=a.router_model, redis_url=a.redis_url, key_prefix=a.key_prefix,
         admin_token_env=a.admin_token_env, telemetry=a.telemetry, request_timeout_s=a.request_timeout_s,
     )

@@ -70,6 +70,7 @@ class Gateway:
         store_kwargs = {"prefix": key_prefix} if source and store_kind(source) == "redis" else {}
         self.router = Router(model_path=router_model, policy_source=source, **store_kwargs)
         self.redis = None
+        redis_url = redis_url or (source if source and store_kind(source) == "redis" else None)  # the log follows the policy store
         if redis_url:
             import redis
 

@@ -20,9 +20,7 @@ below it.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
-from typing import Any
 
 from policies.errors import PolicyError
 from policies.stores.base import (
@@ -31,6 +29,7 @@ from policies.stores.base import (
     PolicyStore,
     default_policy,
     read_policy_file,
+    redact,
     validate_policy,
 )
 from policies.stores.file_store import FileStore
@@ -99,14 +98,3 @@ def load_store(source: str | os.PathLike | None = None, **kwargs) -> PolicyStore
 
 # --- what operators see --------------------------------------------------------------------------
 
-_URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]*@")
-
-
-def redact(value: Any) -> Any:
-    """`value` (a string, or a dict of them, nested) with URL credentials masked
-    (redis://:password@host -> redis://***@host): what the admin API and `tandem doctor` show."""
-    if isinstance(value, str):
-        return _URL_CREDENTIALS.sub(r"\1***@", value)
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
-    return value

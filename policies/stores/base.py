@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -126,3 +127,16 @@ class PolicyStore(ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+_URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]*@")
+
+
+def redact(value: Any) -> Any:
+    """`value` (a string, or a dict of them, nested) with URL credentials masked
+    (redis://:password@host -> redis://***@host): what the admin API and `tandem doctor` show."""
+    if isinstance(value, str):
+        return _URL_CREDENTIALS.sub(r"\1***@", value)
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    return value

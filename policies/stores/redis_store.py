@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from policies.errors import PolicyNotFoundError, PolicyStoreUnavailableError, PolicyValidationError, StaleVersionError
 from policies.schema import Policy
-from policies.stores.base import PolicyRecord, PolicyStore, default_policy, validate_policy
+from policies.stores.base import PolicyRecord, PolicyStore, default_policy, redact, validate_policy
 
 log = logging.getLogger("tandem.policies")
 
@@ -49,6 +49,7 @@ class RedisStore(PolicyStore):
 
         self._redis = redis
         self.url = url
+        self.shown_url = redact(url)  # what logs, errors and status show: no password
         self.prefix = prefix  # key prefix; tests use a unique one each
         self.key_current = f"{prefix}policy:current"
         self.key_history = f"{prefix}policy:history"
@@ -89,7 +90,7 @@ class RedisStore(PolicyStore):
             self._thread.start()
 
     def describe(self) -> str:
-        return f"{self.url} (prefix {self.prefix!r})"
+        return f"{self.shown_url} (prefix {self.prefix!r})"
 
     # health bookkeeping
     def _mark_down(self, exc: BaseException) -> None:
@@ -98,14 +99,14 @@ class RedisStore(PolicyStore):
         if self.healthy or self.connection_errors_total == 1:
             log.warning(
                 "policy store %s unreachable (%s); serving last good policy version %d",
-                self.url, self.last_error, self._policy.version,
+                self.shown_url, self.last_error, self._policy.version,
             )
         self.healthy = False
 
     def _mark_up(self) -> None:
         if not self.healthy and self.connection_errors_total:
             self.reconnects_total += 1
-            log.warning("policy store %s reachable again; policy version %d", self.url, self._policy.version)
+            log.warning("policy store %s reachable again; policy version %d", self.shown_url, self._policy.version)
         self.healthy = True
         self.last_error = None
 
@@ -176,7 +177,7 @@ class RedisStore(PolicyStore):
             out = fn()
         except (self._redis.ConnectionError, self._redis.TimeoutError, OSError) as exc:
             self._mark_down(exc)
-            raise PolicyStoreUnavailableError(f"policy store {self.url} is unreachable: {exc}") from None
+            raise PolicyStoreUnavailableError(f"policy store {self.shown_url} is unreachable: {exc}") from None
         return out
 
     def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "") -> Policy:
@@ -224,7 +225,7 @@ class RedisStore(PolicyStore):
     def status(self) -> dict[str, Any]:
         return {
             "store": self.name,
-            "source": self.url,
+            "source": self.shown_url,
             "prefix": self.prefix,
             "version": self._policy.version,
             "healthy": self.healthy,

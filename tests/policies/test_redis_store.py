@@ -212,3 +212,31 @@ def test_outage_keeps_last_good_policy_then_reconnects(private_redis, caplog):
         assert wait_until(lambda: s.current().steps == 5, 2.0), "no reload after reconnect"
     finally:
         s.close()
+
+
+def test_a_password_in_the_url_never_reaches_logs_errors_or_status(caplog):
+    from policies.errors import PolicyStoreUnavailableError
+    from policies.stores import load_store
+    from tests.policies.helpers import free_port
+
+    secret = "pw-" + "s3cret-for-the-test"
+    with caplog.at_level("DEBUG"):
+        store = load_store(f"redis://:{secret}@127.0.0.1:{free_port()}/0", watch=False)  # nothing listens there
+        shown = [store.describe(), str(store.status())]
+        with pytest.raises(PolicyStoreUnavailableError) as info:
+            store.apply(store.current().content())
+        shown.append(info.value.message)
+        store.close()
+    shown += [r.getMessage() for r in caplog.records]
+    assert all(secret not in text for text in shown), [t for t in shown if secret in t]
+    assert any("***@127.0.0.1" in text for text in shown)
+
+
+def test_the_decision_log_follows_a_policy_source_given_by_environment(redis_url, prefix, monkeypatch):
+    """Once, only `args.policy_source` turned the log on: 0 entries after 600 requests."""
+    from router.gateway import Gateway
+
+    monkeypatch.setenv("TANDEM_POLICY_SOURCE", redis_url)
+    gw = Gateway(None, None, key_prefix=prefix)
+    assert gw.redis is not None and gw.decisions_stream == f"{prefix}decisions"
+    gw.router.close()
