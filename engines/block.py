@@ -10,14 +10,19 @@ the argmax canvas, as in the library. What differs from `generate()`:
   pay for a 256-token canvas;
 - random draws come from each request's own generator (see `engines.sampling`);
 - a request leaves the batch as soon as it stops (the library keeps decoding finished rows
-  as padding until the whole batch is done), and output is cut at `max_new_tokens`.
+  as padding until the whole batch is done), and output is cut at `max_new_tokens`;
+- no position past the context (`max_position_embeddings`) is ever used: a row whose next
+  canvas would run past it (the library always writes whole canvases) takes its last canvas
+  sized down to the positions it has left, in a batch of its own (`split_near_the_end`), so
+  prompt + `max_new_tokens` up to the context fit in every mode, as in AR.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch.distributions import Distribution
@@ -96,20 +101,73 @@ def denoise_canvas(
     return argmax, steps
 
 
+def context_length(model) -> int:
+    """Positions the model holds, prompt and output together (what `DiffusionEngine.validate` checks)."""
+    return model.config.text_config.max_position_embeddings
+
+
+def copy_rows(batch: SequenceBatch, rows: list[int]) -> SequenceBatch:
+    """A new batch holding copies of `rows` of `batch` (their KV and mask); `batch` is unchanged."""
+    index = torch.tensor(rows, dtype=torch.long, device=batch.mask.device)
+    part = copy.copy(batch)
+    part.cache = copy.copy(batch.cache)
+    part.cache.layers = [copy.copy(layer) for layer in batch.cache.layers]
+    part.cache.batch_select_indices(index)  # rebinds the copied layers' tensors; the originals keep theirs
+    part.mask = batch.mask[index]  # (R, S)
+    return part
+
+
+def split_near_the_end(batch: SequenceBatch, canvas: int, context: int) -> tuple[list[int], list[tuple[int, SequenceBatch]]]:
+    """Take out of `batch` every row whose next canvas of `canvas` tokens would run past `context`
+    positions. Each goes on in a batch of its own, so that its canvas can be sized down to the
+    positions it has left without changing any other row's canvas (a request gets the same tokens
+    alone or batched). Returns (indices of the rows that stay, [(index, own batch)] of those that left)."""
+    near = torch.nonzero(batch.lengths() + canvas > context).flatten().tolist()
+    if not near:
+        return list(range(batch.size)), []
+    alone = [(j, copy_rows(batch, [j])) for j in near]
+    stay = [j for j in range(batch.size) if j not in near]
+    batch.select(torch.tensor(stay, dtype=torch.long, device=batch.mask.device))
+    return stay, alone
+
+
+def room_left(batch: SequenceBatch, context: int) -> int:
+    """Positions a one-row batch has left before `context`."""
+    assert batch.size == 1, f"one row expected, got {batch.size}"
+    return context - int(batch.lengths()[0])
+
+
+def denoise_and_retire(batch: SequenceBatch, live: list[Row], params: BlockParams) -> tuple[torch.Tensor, list[int]]:
+    """Denoise one canvas for every row, count it, hand the rows their tokens.
+    Returns the canvas (B, C) and the indices of the rows that stay."""
+    began = time.time_ns()
+    canvas, steps = denoise_canvas(batch, [r.generator for r in live], params)  # (B, C), (B,)
+    ended = time.time_ns()
+    for j, row in enumerate(live):
+        row.stats.decoder_calls += int(steps[j])
+        row.stats.steps_per_canvas.append(int(steps[j]))
+        row.stats.canvas_times_ns.append((began, ended))
+    return canvas, retire(live, canvas.tolist())
+
+
 @torch.inference_mode()
 def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> None:
     """Decode `rows` to completion in block mode; newcomers from `admit` join at canvas boundaries."""
+    context = context_length(model)
     batch, _ = prefill(model, rows, pad_id, logits="none")
     live = list(rows)
     while True:
-        began = time.time_ns()
-        canvas, steps = denoise_canvas(batch, [r.generator for r in live], params)  # (B, C), (B,)
-        ended = time.time_ns()
-        for j, row in enumerate(live):
-            row.stats.decoder_calls += int(steps[j])
-            row.stats.steps_per_canvas.append(int(steps[j]))
-            row.stats.canvas_times_ns.append((began, ended))
-        keep = retire(live, canvas.tolist())
+        stay, alone = split_near_the_end(batch, params.canvas, context)
+        for j, own in alone:
+            # Its last canvas, sized down to the positions it has left: validate() let in only
+            # prompt + max_new_tokens <= context, so that room holds every token it still needs.
+            row = live[j]
+            denoise_and_retire(own, [row], replace(params, canvas=room_left(own, context)))
+            assert row.leaving, f"a last canvas left {row.request.max_new_tokens - len(row.output)} tokens to write"
+        live = [live[j] for j in stay]
+        keep = []
+        if live:
+            canvas, keep = denoise_and_retire(batch, live, params)
         if keep:
             keep_t = torch.tensor(keep, device=model.device)
             batch.select(keep_t)

@@ -120,11 +120,13 @@ class DiffusionEngine:
                     "stability_threshold must be >= 0, confidence_threshold and entropy_bound > 0", param="entropy_bound"
                 )
         ids = self.prompt_ids(req)
-        # Block mode writes whole canvases, so it needs room for the last one even when cut short.
-        room = req.max_new_tokens if params is None else -(-req.max_new_tokens // params.canvas) * params.canvas + 1
-        if len(ids) + room > self.context_length:
+        # One limit for every mode: prompt + max_new_tokens positions. Block and verified mode never
+        # use a position past the context: a canvas (or draft) that would run past it is sized down
+        # to the positions left (engines.block.split_near_the_end), and those always hold what the
+        # request may still write. So a request AR can serve, block and verified can serve too.
+        if len(ids) + req.max_new_tokens > self.context_length:
             raise ContextLengthError(
-                f"prompt of {len(ids)} tokens plus room for {room} output tokens exceeds the context of "
+                f"prompt of {len(ids)} tokens plus max_tokens {req.max_new_tokens} exceeds the context of "
                 f"{self.context_length} tokens; shorten the prompt or lower max_tokens",
                 param="messages" if req.messages is not None else "prompt",
             )

@@ -10,17 +10,23 @@ Every output token is the AR choice given the tokens before it, so under greedy 
 output equals AR mode token for token; with sampling it is distributed exactly as AR sampling.
 The accepted draft tokens' KV from the commit pass is kept; rejected slots are cropped (or,
 where rows accepted different counts, masked).
+
+The commit pass writes the whole draft into the KV cache, so a row whose next draft would run
+past the context goes on in a batch of its own with drafts sized down to the positions it has
+left (`engines.block.split_near_the_end`): no position past the context is ever used, and
+prompt + `max_new_tokens` up to the context fit, as in AR.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, replace
 
 import torch
 
 from engines.ar import next_tokens
 from engines.batch import SequenceBatch, prefill
-from engines.block import BlockParams, denoise_canvas
+from engines.block import BlockParams, context_length, denoise_canvas, room_left, split_near_the_end
 from engines.rows import Admit, Row, retire
 
 
@@ -29,56 +35,81 @@ def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> 
     return denoise_canvas(batch, [r.generator for r in rows], params)
 
 
+@dataclass
+class Rows:
+    """Rows that draft and verify together."""
+
+    batch: SequenceBatch  # their KV cache: prompt + output so far
+    live: list[Row]  # the rows still decoding, in batch order
+    predicted: torch.Tensor  # (B,) the AR choice for each row's next position
+
+
+def verify_round(rows: Rows, params: BlockParams) -> None:
+    """One round for every live row: draft, commit pass, accept, correct. Updates `rows` in place."""
+    batch, live, device = rows.batch, rows.live, rows.batch.mask.device
+    began = time.time_ns()
+    draft, steps = draft_canvas(batch, live, params)  # (B, C)
+    start = batch.slots
+    commit_logits = batch.encode(draft, logits="all")  # (B, C, V): AR choice after each draft token
+    ar = torch.cat([rows.predicted[:, None], next_tokens(live, commit_logits)], dim=1)  # (B, C + 1)
+    agree = (draft == ar[:, :-1]).long().cumprod(-1)  # (B, C) 1 up to the first mismatch
+    accepted = agree.sum(-1)  # (B,)
+    ended = time.time_ns()
+    committed = []
+    for j, row in enumerate(live):
+        k = int(accepted[j])
+        row.stats.decoder_calls += int(steps[j])
+        row.stats.encoder_calls += 1
+        row.stats.steps_per_canvas.append(int(steps[j]))
+        row.stats.canvas_times_ns.append((began, ended))
+        row.stats.drafted += params.canvas
+        row.stats.accepted += k
+        committed.append(draft[j, :k].tolist() + [int(ar[j, k])])
+    keep = retire(live, committed)
+    # Keep the KV of accepted draft tokens only; the AR token at the mismatch is encoded next.
+    longest = int(accepted.max())
+    batch.keep_slots(start + longest)
+    batch.invalidate(torch.arange(longest, device=device)[None] < accepted[:, None], start)
+    rows.live = [live[j] for j in keep]
+    if keep:
+        keep_t = torch.tensor(keep, device=device)
+        batch.select(keep_t)
+        correction = ar[keep_t, accepted[keep_t]]  # (B,)
+        logits = batch.encode(correction[:, None], logits="last")
+        for row in rows.live:
+            row.stats.encoder_calls += 1
+        rows.predicted = next_tokens(rows.live, logits[:, None])[:, 0]
+
+
 @torch.inference_mode()
 def decode_verified(
     model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0
 ) -> None:
     """Decode `rows` in verified mode; newcomers from `admit` join between rounds."""
-    device = model.device
+    context = context_length(model)
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
-    live = list(rows)
-    predicted = next_tokens(live, logits[:, None])[:, 0]  # (B,) AR choice for the first draft position
+    main = Rows(batch, list(rows), next_tokens(rows, logits[:, None])[:, 0])  # the batch newcomers join
+    alone: list[Rows] = []  # rows near the end of the context, each in a batch of its own
     while True:
-        began = time.time_ns()
-        draft, steps = draft_canvas(batch, live, params)  # (B, C)
-        start = batch.slots
-        commit_logits = batch.encode(draft, logits="all")  # (B, C, V): AR choice after each draft token
-        ar = torch.cat([predicted[:, None], next_tokens(live, commit_logits)], dim=1)  # (B, C + 1)
-        agree = (draft == ar[:, :-1]).long().cumprod(-1)  # (B, C) 1 up to the first mismatch
-        accepted = agree.sum(-1)  # (B,)
-        ended = time.time_ns()
-        committed = []
-        for j, row in enumerate(live):
-            k = int(accepted[j])
-            row.stats.decoder_calls += int(steps[j])
-            row.stats.encoder_calls += 1
-            row.stats.steps_per_canvas.append(int(steps[j]))
-            row.stats.canvas_times_ns.append((began, ended))
-            row.stats.drafted += params.canvas
-            row.stats.accepted += k
-            committed.append(draft[j, :k].tolist() + [int(ar[j, k])])
-        keep = retire(live, committed)
-        # Keep the KV of accepted draft tokens only; the AR token at the mismatch is encoded next.
-        longest = int(accepted.max())
-        batch.keep_slots(start + longest)
-        batch.invalidate(torch.arange(longest, device=device)[None] < accepted[:, None], start)
-        if keep:
-            keep_t = torch.tensor(keep, device=device)
-            batch.select(keep_t)
-            live = [live[j] for j in keep]
-            correction = ar[keep_t, accepted[keep_t]]  # (B,)
-            logits = batch.encode(correction[:, None], logits="last")
-            for row in live:
-                row.stats.encoder_calls += 1
-            predicted = next_tokens(live, logits[:, None])[:, 0]
-        joining = admit(max_batch - len(keep)) if admit else []
+        stay, leaving = split_near_the_end(main.batch, params.canvas, context)
+        alone += [Rows(own, [main.live[j]], main.predicted[j : j + 1]) for j, own in leaving]
+        if leaving:
+            main.live, main.predicted = [main.live[j] for j in stay], main.predicted[stay]
+        if main.live:
+            verify_round(main, params)
+        for own in alone:
+            # validate() let in only prompt + max_new_tokens <= context, so the room is never empty
+            verify_round(own, replace(params, canvas=min(params.canvas, room_left(own.batch, context))))
+        alone = [own for own in alone if own.live]
+        running = len(main.live) + sum(len(own.live) for own in alone)
+        joining = admit(max_batch - running) if admit else []
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
             new_predicted = next_tokens(joining, new_logits[:, None])[:, 0]
-            if keep:
-                batch.merge(new_batch)
-                live, predicted = live + joining, torch.cat([predicted, new_predicted])
+            if main.live:
+                main.batch.merge(new_batch)
+                main.live, main.predicted = main.live + joining, torch.cat([main.predicted, new_predicted])
             else:
-                batch, live, predicted = new_batch, list(joining), new_predicted
-        if not keep and not joining:
+                main = Rows(new_batch, list(joining), new_predicted)
+        if not main.live and not alone:
             return

@@ -10,6 +10,10 @@ Notable choices:
 - Every field has a description (`docs/policies.md` is written from them) and every validator
   names the valid values in its message, so a refused policy says exactly what to fix.
 - `version` is assigned by the store on write; a policy file may carry it but `apply` ignores it.
+- The field defaults serve `Policy()` in code and fill what an old record or a hand-edited file
+  leaves out on read; a *write* must state every field (`missing_fields`), so a forgotten field
+  never turns into a silent schema default in a new live version. A write that means to change
+  only some fields says so: it is a patch (`policies.stores.base.merge_patch`).
 - `route_for(task, tokens)` is the one place the task/length rule lives: the router uses it
   for live decisions and `router.training.dataset` uses it to label the data set's expected mode.
 - API keys may be written in the clear or as `sha256:<hex digest>`, so a policy in Redis or in
@@ -52,6 +56,9 @@ def _check_task_keys(mapping: dict, what: str) -> None:
     unknown = sorted(set(mapping) - set(TASKS))
     if unknown:
         raise ValueError(f"unknown task type(s) {', '.join(unknown)} in {what}; valid task types: {', '.join(TASKS)}")
+
+
+OPTIONAL_ON_WRITE = frozenset({"version", "description"})  # Policy fields a write may leave out (neither routes)
 
 
 class _Strict(BaseModel):
@@ -264,6 +271,21 @@ class Policy(_Strict):
     def content(self) -> dict:
         """The policy as plain data without its version (what a write stores)."""
         return self.model_dump(mode="json", exclude={"version"})
+
+
+def missing_fields(data: dict, model: type[BaseModel] = Policy, prefix: str = "") -> list[str]:
+    """The fields a policy write leaves out, as `field.path`: every Policy field but `version` and
+    `description`, and every field of the `forcing` and `load_aware` blocks. An `api_keys` entry
+    names only the overrides it makes (a KeyOverride's fields mean "keep the policy's" when null)."""
+    out = []
+    for name, field in model.model_fields.items():
+        path = prefix + name
+        if name not in data:
+            if not (model is Policy and name in OPTIONAL_ON_WRITE):
+                out.append(path)
+        elif isinstance(field.annotation, type) and issubclass(field.annotation, _Strict) and isinstance(data[name], dict):
+            out += missing_fields(data[name], field.annotation, path + ".")
+    return out
 
 
 def flatten_errors(exc: ValidationError) -> list[str]:

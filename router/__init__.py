@@ -17,7 +17,7 @@ _EXPORTS = {
     "RouterModel": "router.classifier",
     "load_model": "router.classifier",
     "log_decision": "router.decisions_log",
-    "read_decisions": "router.decisions_log",
+    "read_decisions": "router.training.decisions",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -2,6 +2,11 @@
 the gateway's stats. Off (404) unless the admin token variable is set; every route needs
 `Authorization: Bearer <token>` (compared in constant time). Hidden from the public OpenAPI
 document. Errors are TandemErrors, answered by the ingress's one handler.
+
+A policy write (and its dry run, `/policy/validate`) is `{"policy": {...}}`, a full policy that
+states every field (one left out is a 400 naming it), or `{"patch": {...}}`, a JSON merge patch
+laid over the current policy; `expect_version` and `note` go beside either. A body with neither
+key is taken as the policy itself (the older bare form), so `{}` is a 400 listing every field.
 """
 
 from __future__ import annotations
@@ -41,6 +46,23 @@ def _int_field(body: dict, name: str, required: bool = False) -> int | None:
     return value
 
 
+WRITE_FIELDS = ("policy", "patch", "expect_version", "note")  # what a policy write body may hold
+
+
+def _policy_write(body: dict) -> tuple[Any, bool]:
+    """What a write body asks for: (a full policy, False) or (a patch, True)."""
+    if "policy" not in body and "patch" not in body:
+        return body, False  # the bare form: the body is the policy
+    unknown = sorted(set(body) - set(WRITE_FIELDS))
+    if unknown:  # e.g. a misspelt expect_version, which would skip the version check
+        raise InvalidRequestError(f"unknown field(s) {', '.join(map(repr, unknown))}; a policy write takes "
+                                  f"{', '.join(WRITE_FIELDS)}", param=unknown[0], code="invalid_value")
+    if "policy" in body and "patch" in body:
+        raise InvalidRequestError("send `policy` (a full policy) or `patch` (the fields to change), not both",
+                                  param="patch", code="invalid_value")
+    return (body["patch"], True) if "patch" in body else (body["policy"], False)
+
+
 @admin.get("/policy")
 async def show_policy(gw=Depends(require_admin)):
     return {"policy": gw.router.policy.model_dump(mode="json"), "store": redact(gw.router.store.status())}
@@ -48,16 +70,18 @@ async def show_policy(gw=Depends(require_admin)):
 
 @admin.post("/policy/validate")
 async def validate_policy(body: dict[str, Any] = Body(...), gw=Depends(require_admin)):
-    from policies import validate_policy
+    from policies.stores import check_write, resolve_write
 
-    policy = validate_policy(body.get("policy", body), source="request body")
+    value, patch = _policy_write(body)
+    policy = resolve_write(check_write(value, patch, "request body"), gw.router.policy, "request body")
     return {"valid": True, "policy": policy.model_dump(mode="json")}
 
 
 @admin.post("/policy")
 async def apply_policy(body: dict[str, Any] = Body(...), gw=Depends(require_admin)):
+    value, patch = _policy_write(body)
     expect = _int_field(body, "expect_version")
-    policy = gw.router.store.apply(body.get("policy", body), expect_version=expect, note=str(body.get("note", "")))
+    policy = gw.router.store.apply(value, expect_version=expect, note=str(body.get("note", "")), patch=patch)
     return {"version": policy.version, "policy": policy.model_dump(mode="json")}
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from router.decisions_log import DecisionsLogSettings
+
 
 class EngineArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -35,6 +37,10 @@ class AppArgs(BaseModel):
     telemetry: str = Field("none", description="OpenTelemetry exporter: none, console, otlp or file:PATH.")
     request_timeout_s: float = Field(120.0, gt=0, description="Longest wait for an engine before degrading or answering 503.")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine replica settings, shared by BlockEngine and AREngine.")
+    decisions_log: DecisionsLogSettings = Field(
+        default_factory=DecisionsLogSettings,
+        description="What the decisions stream keeps: prompt text (off by default), per-entry and total byte caps, entries, TTL.",
+    )
 
 
 def build_app(args: dict | None = None):
@@ -54,4 +60,5 @@ def build_app(args: dict | None = None):
     return serve.deployment(serve.ingress(api)(Gateway), name="Gateway", **gateway_options).bind(
         block, ar, policy_source=a.policy_source, router_model=a.router_model, redis_url=a.redis_url, key_prefix=a.key_prefix,
         admin_token_env=a.admin_token_env, telemetry=a.telemetry, request_timeout_s=a.request_timeout_s,
+        decisions_log=a.decisions_log.model_dump(),
     )

@@ -60,9 +60,11 @@ class Gateway:
         telemetry: str = "none",
         request_timeout_s: float = 120.0,
         max_body_bytes: int = MAX_BODY_BYTES,
+        decisions_log: dict | None = None,
     ):
         from policies.stores import store_kind
         from router.decide import Router
+        from router.decisions_log import DecisionsLogSettings
         from router.telemetry import GatewayStats, Telemetry
 
         self.engines = {"block": block_engine, "ar": ar_engine}
@@ -76,6 +78,7 @@ class Gateway:
 
             self.redis = redis.Redis.from_url(redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
         self.decisions_stream = f"{key_prefix}decisions"
+        self.decisions_log = DecisionsLogSettings.model_validate(decisions_log or {})  # default: no prompt text, 7 days, 64 MiB
         self.admin_token = os.environ.get(admin_token_env) or None
         self.telemetry = Telemetry(telemetry)
         self.stats = GatewayStats()
@@ -329,5 +332,6 @@ class Gateway:
     def _log_decision(self, route, decision, outcome: dict) -> None:
         from router.decisions_log import log_decision, request_features
 
-        if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, stream=self.decisions_stream):
+        if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, self.decisions_log,
+                            stream=self.decisions_stream):
             self.telemetry.decisions_dropped.add(1)

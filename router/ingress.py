@@ -11,7 +11,9 @@ class (router.app); nothing is created or connected until `Gateway.__init__` run
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -121,6 +123,77 @@ def _body_limit() -> int:
         return gateway().max_body_bytes
     except Exception:  # no replica context (in-process tests): the default
         return MAX_BODY_BYTES
+
+
+# ---- slow and oversized clients --------------------------------------------------------------------
+# Ray Serve 2.60's proxy (uvicorn with httptools) bounds neither the size of a request's headers nor
+# the time its body takes to arrive; these bounds hold in the Gateway replica, which sees a request
+# once its headers are in. Environment overrides are read where the replica imports this module.
+
+MAX_HEADER_BYTES = int(os.environ.get("TANDEM_MAX_HEADER_BYTES", 32 * 1024))  # all header lines; over it: 431
+BODY_TIMEOUT_S = float(os.environ.get("TANDEM_BODY_TIMEOUT_S", 30.0))  # the whole body, from arrival; else 408
+
+
+class _BodyTimeout(Exception):
+    pass
+
+
+def _closing_error(message: str, status: int, code: str) -> JSONResponse:
+    err = TandemError(message, code=code, headers={"Connection": "close"})  # the connection holds unread bytes
+    err.status, err.type = status, "invalid_request_error"
+    return error_response(err)
+
+
+class ReadLimits:
+    """ASGI middleware, outside BodyLimit: 431 for a request whose header lines (`name: value` and
+    CRLF) total over MAX_HEADER_BYTES; 408 when its body has not arrived in full BODY_TIMEOUT_S
+    after the request reached the gateway. Both answers close the connection. Once the body is in,
+    `receive()` is not bounded (a streamed response waits on it for the client's disconnect)."""
+
+    def __init__(self, app, max_header_bytes: int | None = None, body_timeout_s: float | None = None):
+        self.app = app
+        self.max_header_bytes = max_header_bytes or MAX_HEADER_BYTES
+        self.body_timeout_s = body_timeout_s or BODY_TIMEOUT_S
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        size = sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+        if size > self.max_header_bytes:
+            too_large = _closing_error(f"request headers total {size} bytes, over {self.max_header_bytes}", 431,
+                                       "request_headers_too_large")
+            return await too_large(scope, receive, send)
+        deadline = asyncio.get_running_loop().time() + self.body_timeout_s
+        body_done = response_started = False
+
+        async def bounded_receive():
+            nonlocal body_done
+            if body_done:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise _BodyTimeout from None
+            body_done = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        async def tracked_send(message):
+            nonlocal response_started
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, bounded_receive, tracked_send)
+        except _BodyTimeout:
+            log.info("request body not received in %.0f s: 408", self.body_timeout_s)
+            if not response_started:
+                timed_out = _closing_error(f"request body not received in full within {self.body_timeout_s:g} s", 408,
+                                           "request_timeout")
+                await timed_out(scope, receive, send)
+
+
+api.add_middleware(ReadLimits)  # added last: outermost, so BodyLimit reads the body through its deadline
 
 
 # ---- routes -------------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ policies/default.yaml. One module per concern:
 - `redis_store`   `redis` (a redis:// URL): shared by every replica, hot-reloaded over pub/sub
 - `memory_store`  `memory` (`memory:`): this process only
 
-Every write is validated first and changes nothing when refused; a rollback writes the old
-content as a new version, so history only grows. `current()` is the hot path. This package
+Every write is validated first and changes nothing when refused; it is a full policy (every
+field stated) or an explicit patch laid over the current policy; a rollback writes the old
+content as a new version, so history and versions only grow. `current()` is the hot path. This package
 imports each store module (cheap: the `redis` library loads only when a Redis store is built)
 and re-exports their names: callers import every name from `policies.stores`, never a module
 below it.
@@ -27,9 +28,13 @@ from policies.stores.base import (
     DEFAULT_POLICY_PATH,
     PolicyRecord,
     PolicyStore,
+    check_write,
     default_policy,
+    merge_patch,
     read_policy_file,
+    read_text,
     redact,
+    resolve_write,
     validate_policy,
 )
 from policies.stores.file_store import FileStore
@@ -45,11 +50,15 @@ __all__ = [
     "PolicyRecord",
     "PolicyStore",
     "RedisStore",
+    "check_write",
     "default_policy",
     "load_store",
+    "merge_patch",
     "read_policy_file",
+    "read_text",
     "redact",
     "register_store",
+    "resolve_write",
     "store_kind",
     "validate_policy",
 ]

@@ -4,7 +4,7 @@
 The file is reloaded when its mtime/size/inode changes, checked on access at most every
 `check_interval_s`, so `current()` costs a clock read on most calls. A broken hand edit is
 refused and the last good policy stays. Writes take an exclusive `flock` on `<file>.lock`,
-compare versions, and replace the file atomically (write a temp file, `os.replace`); history
+compare versions, lay a patch over the file as it is then, and replace the file atomically (write a temp file, `os.replace`); history
 goes to a `<file>.history.jsonl` beside it, starting with the hand-written original.
 """
 
@@ -22,7 +22,7 @@ import yaml
 
 from policies.errors import PolicyError, StaleVersionError
 from policies.schema import Policy
-from policies.stores.base import PolicyRecord, PolicyStore, read_policy_file, validate_policy
+from policies.stores.base import PolicyRecord, PolicyStore, check_write, read_policy_file, resolve_write
 
 log = logging.getLogger("tandem.policies")
 
@@ -97,13 +97,15 @@ class FileStore(PolicyStore):
     def _on_disk(self) -> Policy | None:
         return read_policy_file(self.path) if self.path.exists() else None
 
-    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "") -> Policy:
-        new = validate_policy(policy)
+    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "", *,
+              patch: bool = False) -> Policy:
+        checked = check_write(policy, patch)
         with self._locked():
             old = self._on_disk()
             cur = old.version if old is not None else 0
             if expect_version is not None and expect_version != cur:
                 raise StaleVersionError(expect_version, cur)
+            new = resolve_write(checked, old)  # a patch is laid over the file as it is now
             if old is not None and cur not in self._recorded():  # keep the hand-written original
                 self._append_history(PolicyRecord(cur, old.content(), time.time(), "before first apply"))
             stored = new.model_copy(update={"version": cur + 1})

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from policies.errors import StaleVersionError
 from policies.schema import Policy
-from policies.stores.base import PolicyRecord, PolicyStore, default_policy, validate_policy
+from policies.stores.base import PolicyRecord, PolicyStore, check_write, default_policy, resolve_write, validate_policy
 
 
 class MemoryStore(PolicyStore):
@@ -29,11 +29,13 @@ class MemoryStore(PolicyStore):
     def current(self) -> Policy:
         return self._policy
 
-    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "") -> Policy:
-        new = validate_policy(policy)
+    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "", *,
+              patch: bool = False) -> Policy:
+        checked = check_write(policy, patch)
         cur = self._policy.version
         if expect_version is not None and expect_version != cur:
             raise StaleVersionError(expect_version, cur)
+        new = resolve_write(checked, self._policy)
         self._policy = new.model_copy(update={"version": cur + 1})
         self._history.append(PolicyRecord(self._policy.version, self._policy.content(), time.time(), note))
         return self._policy

@@ -8,6 +8,14 @@ compare-and-set under WATCH/MULTI. When Redis is unreachable the store keeps ser
 good policy, reconnects with exponential backoff, logs the outage once, and reports it in
 `status()` (`healthy`, `connection_errors_total`, `reconnects_total`, ...).
 
+Versions only grow, even across a Redis that restarted empty (or from an older snapshot) while
+replicas still serve a higher version: `<prefix>policy:max_version` holds the highest version
+written; each store remembers the highest version it has served or written (`seen_version`) and
+puts it back when Redis holds less (on its next read: within a poll for a watching replica); a
+write takes max(current, max_version, seen_version) + 1; and a store that reads a version lower
+than one it has served (written before the mark was back) writes that content again as the next
+version before serving it, so no replica ever steps back to a lower version.
+
 `current()` is the hot path and, while watching, never does I/O. The client has no retries of
 its own, so an outage surfaces at once and is handled here. The `redis` library is imported
 only when a store is built, so importing this module stays cheap.
@@ -25,9 +33,26 @@ from typing import Any, ClassVar
 
 from policies.errors import PolicyNotFoundError, PolicyStoreUnavailableError, PolicyValidationError, StaleVersionError
 from policies.schema import Policy
-from policies.stores.base import PolicyRecord, PolicyStore, default_policy, redact, validate_policy
+from policies.stores.base import (
+    PolicyRecord,
+    PolicyStore,
+    check_write,
+    default_policy,
+    recorded_policy,
+    redact,
+    resolve_write,
+    validate_policy,
+)
 
 log = logging.getLogger("tandem.policies")
+
+
+def _int(value: Any) -> int:
+    """A version as Redis holds it (a string, or None when absent); 0 when absent or garbled."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 class RedisStore(PolicyStore):
@@ -54,6 +79,7 @@ class RedisStore(PolicyStore):
         self.key_current = f"{prefix}policy:current"
         self.key_history = f"{prefix}policy:history"
         self.channel = f"{prefix}policy:updates"
+        self.key_max_version = f"{prefix}policy:max_version"  # the highest version written; survives nothing, restored by stores
         self.poll_interval_s = poll_interval_s  # watcher's re-read (and health check) period
         self.backoff_s = backoff_s  # (first, max) wait between reconnect attempts, doubling
         from redis.backoff import NoBackoff
@@ -70,6 +96,8 @@ class RedisStore(PolicyStore):
         )
         self._policy: Policy = bootstrap or default_policy()  # served until Redis says otherwise
         self._raw: str | None = None  # the JSON last loaded, to skip no-op reloads
+        self.seen_version = self._policy.version  # the highest version served or written here; never written lower
+        self._mark_refused = False  # the version mark could not be restored (e.g. a read-only user): logged once
         self._lock = threading.Lock()
         self.healthy = False
         self.last_error: str | None = None
@@ -112,7 +140,9 @@ class RedisStore(PolicyStore):
 
     def _refresh(self) -> None:
         """Re-read the current policy from Redis (raises on connection errors)."""
-        raw = self.client.get(self.key_current)
+        raw, mark = self.client.mget(self.key_current, self.key_max_version)
+        if self.seen_version > _int(mark):
+            self._restore_mark()  # Redis forgot versions (restarted empty, or from an older snapshot)
         if raw is None or raw == self._raw:
             return  # nothing stored yet (or Redis restarted empty): keep what we serve
         try:
@@ -122,12 +152,73 @@ class RedisStore(PolicyStore):
             self._raw = raw
             log.error("invalid policy in %s ignored, keeping version %d: %s", self.key_current, self._policy.version, exc)
             return
+        if policy.version < self.seen_version:  # written while Redis had forgotten our versions
+            renumbered = self._renumber(raw, policy)
+            if renumbered is None:
+                return  # it changed meanwhile: the next read decides
+            policy, raw = renumbered
         self._set(policy, raw)
+
+    def _restore_mark(self) -> None:
+        """Raise `max_version` back to the highest version this store has seen."""
+        version = self.seen_version
+
+        def txn(pipe) -> bool:
+            if _int(pipe.get(self.key_max_version)) >= version:
+                return False
+            pipe.multi()
+            pipe.set(self.key_max_version, version)
+            return True
+
+        try:
+            if self.client.transaction(txn, self.key_max_version, value_from_callable=True):
+                log.warning("policy store %s had lost policy versions up to %d (restarted empty?); the next write is "
+                            "version %d or later", self.shown_url, version, version + 1)
+        except self._redis.ResponseError as exc:  # e.g. a read-only user: keep serving, say it once
+            if not self._mark_refused:
+                log.error("cannot restore %s to %d: %s", self.key_max_version, version, exc)
+            self._mark_refused = True
+
+    def _renumber(self, raw: str, policy: Policy) -> tuple[Policy, str] | None:
+        """`policy` (read as `raw`) is lower than a version this store has served: write its content
+        again as the next version (unless it changed meanwhile: None)."""
+        note = f"version {policy.version} renumbered: Redis had lost versions up to {self.seen_version}"
+        out = self._write(lambda now, cur: (policy, note) if now == raw else None)
+        if out is not None:
+            log.warning("policy %s: %s; it is version %d now", self.key_current, note, out[0].version)
+        return out
+
+    def _write(self, build: Callable[[str | None, int], tuple[Policy, str] | None]) -> tuple[Policy, str] | None:
+        """One compare-and-set write, under WATCH on the current policy and the version mark.
+        `build(raw, current_version)` gives the policy to store and its note (or None: write
+        nothing); it is stored as version max(current, max_version, seen_version) + 1. With nothing
+        stored, the current version is the highest known (what replicas served before Redis forgot)."""
+
+        def txn(pipe) -> tuple[Policy, str] | None:
+            raw, mark = pipe.mget(self.key_current, self.key_max_version)
+            known = max(_int(mark), self.seen_version)
+            cur = int(json.loads(raw)["version"]) if raw else known
+            built = build(raw, cur)
+            if built is None:
+                return None
+            new, note = built
+            stored = new.model_copy(update={"version": max(cur, known) + 1})
+            body = json.dumps({"version": stored.version, **stored.content()}, sort_keys=True)
+            rec = PolicyRecord(stored.version, stored.content(), time.time(), note)
+            pipe.multi()
+            pipe.set(self.key_current, body)
+            pipe.hset(self.key_history, str(stored.version), rec.to_json())
+            pipe.set(self.key_max_version, stored.version)
+            pipe.publish(self.channel, json.dumps({"version": stored.version}))
+            return stored, body
+
+        return self.client.transaction(txn, self.key_current, self.key_max_version, value_from_callable=True)
 
     def _set(self, policy: Policy, raw: str) -> None:
         with self._lock:
             changed = policy != self._policy
             self._policy, self._raw = policy, raw
+            self.seen_version = max(self.seen_version, policy.version)
             self.reloads_total += 1
         if changed:
             log.info("policy version %d active (from %s)", policy.version, self.key_current)
@@ -180,32 +271,19 @@ class RedisStore(PolicyStore):
             raise PolicyStoreUnavailableError(f"policy store {self.shown_url} is unreachable: {exc}") from None
         return out
 
-    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "") -> Policy:
-        new = validate_policy(policy)  # before touching Redis: an invalid policy changes nothing
-        redis = self._redis
+    def apply(self, policy: Policy | dict | str, expect_version: int | None = None, note: str = "", *,
+              patch: bool = False) -> Policy:
+        checked = check_write(policy, patch)  # before touching Redis: an invalid policy changes nothing
 
-        def cas() -> tuple[Policy, str]:
-            with self.client.pipeline() as pipe:
-                while True:
-                    try:
-                        pipe.watch(self.key_current)
-                        raw = pipe.get(self.key_current)
-                        cur = int(json.loads(raw)["version"]) if raw else 0
-                        if expect_version is not None and expect_version != cur:
-                            raise StaleVersionError(expect_version, cur)
-                        stored = new.model_copy(update={"version": cur + 1})
-                        body = json.dumps({"version": stored.version, **stored.content()}, sort_keys=True)
-                        rec = PolicyRecord(stored.version, stored.content(), time.time(), note)
-                        pipe.multi()
-                        pipe.set(self.key_current, body)
-                        pipe.hset(self.key_history, str(stored.version), rec.to_json())
-                        pipe.publish(self.channel, json.dumps({"version": stored.version}))
-                        pipe.execute()
-                        return stored, body
-                    except redis.WatchError:
-                        continue  # someone wrote in between; re-read and decide again
+        def build(raw: str | None, cur: int) -> tuple[Policy, str]:
+            if expect_version is not None and expect_version != cur:
+                raise StaleVersionError(expect_version, cur)
+            if isinstance(checked, Policy):
+                return checked, note
+            current = validate_policy(json.loads(raw), self.key_current) if raw else self._policy
+            return resolve_write(checked, current), note  # the patch over what is stored now
 
-        stored, body = self._call(cas)
+        stored, body = self._call(lambda: self._write(build))
         self._mark_up()
         self._set(stored, body)
         log.info("policy version %d written to %s", stored.version, self.key_current)
@@ -219,8 +297,7 @@ class RedisStore(PolicyStore):
         raw = self._call(lambda: self.client.hget(self.key_history, str(version)))
         if raw is None:
             raise PolicyNotFoundError(f"no policy version {version} in {self.key_history}", param="version")
-        rec = PolicyRecord.from_json(raw)
-        return self.apply(rec.policy, expect_version=expect_version, note=f"rollback to {version}")
+        return self.apply(recorded_policy(PolicyRecord.from_json(raw)), expect_version=expect_version, note=f"rollback to {version}")
 
     def status(self) -> dict[str, Any]:
         return {
@@ -228,6 +305,7 @@ class RedisStore(PolicyStore):
             "source": self.shown_url,
             "prefix": self.prefix,
             "version": self._policy.version,
+            "seen_version": self.seen_version,
             "healthy": self.healthy,
             "last_error": self.last_error,
             "connection_errors_total": self.connection_errors_total,

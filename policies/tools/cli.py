@@ -1,6 +1,9 @@
-"""`tandem policy show | validate FILE | apply FILE [--expect-version N] | history | rollback VERSION`.
+"""`tandem policy show | validate FILE [--patch] | apply FILE [--patch] [--expect-version N] | history |
+rollback VERSION`.
 
-`--source` names the store: a YAML path or a redis:// URL (default: $TANDEM_POLICY_SOURCE, else
+FILE is a full policy, which must state every field (an empty or partial file is refused with
+the missing fields listed), or with `--patch` the fields to change, laid over the current policy
+as a JSON merge patch (a mapping merges, null removes, anything else replaces). `--source` names the store: a YAML path or a redis:// URL (default: $TANDEM_POLICY_SOURCE, else
 policies/default.yaml); `--prefix` sets the Redis key prefix. Refusals (invalid policy, stale
 version, unknown version, unreachable store) print their reasons and exit 2."""
 
@@ -53,23 +56,36 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked(args: argparse.Namespace):
+    """FILE as a write: a complete, valid Policy, or (--patch) a checked patch."""
+    from policies.stores import check_write, read_text
+
+    return check_write(read_text(args.file), args.patch, args.file)
+
+
 @_run
 def cmd_validate(args: argparse.Namespace) -> int:
-    from policies.stores import read_policy_file
+    from policies.stores import resolve_write
 
-    policy = read_policy_file(args.file)
-    print(f"{args.file}: valid policy ({len(policy.task_modes)} task modes, canvases {policy.canvas_sizes})")
+    checked = _checked(args)
+    if args.patch:  # valid only as laid over the current policy
+        with _store(args) as store:
+            base = store.current()
+            resolve_write(checked, base, args.file)
+        print(f"{args.file}: valid patch over version {base.version} ({', '.join(sorted(checked))})")
+        return 0
+    print(f"{args.file}: valid policy ({len(checked.task_modes)} task modes, canvases {checked.canvas_sizes})")
     return 0
 
 
 @_run
 def cmd_apply(args: argparse.Namespace) -> int:
-    from policies.stores import read_policy_file
-
-    policy = read_policy_file(args.file)  # validated before the store is even opened
+    checked = _checked(args)  # validated before the store is even opened
+    what = f"the patch in {args.file}" if args.patch else args.file
     with _store(args) as store:
-        stored = store.apply(policy, expect_version=args.expect_version, note=args.note or f"applied from {args.file}")
-        print(f"applied {args.file} as version {stored.version} to {store.describe()}")
+        stored = store.apply(checked, expect_version=args.expect_version, note=args.note or f"applied from {args.file}",
+                             patch=args.patch)
+        print(f"applied {what} as version {stored.version} to {store.describe()}")
     return 0
 
 
@@ -106,12 +122,15 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("validate", parents=[common], help="check a policy file; list every invalid field")
+    patch_help = "FILE holds only the fields to change, laid over the current policy (a JSON merge patch)"
+    p = sub.add_parser("validate", parents=[common], help="check a policy file; list every invalid or missing field")
     p.add_argument("file")
+    p.add_argument("--patch", action="store_true", help=patch_help + "; checked against --source's current policy")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("apply", parents=[common], help="validate FILE and write it as the next version")
+    p = sub.add_parser("apply", parents=[common], help="validate FILE (a full policy, or --patch) and write it as the next version")
     p.add_argument("file")
+    p.add_argument("--patch", action="store_true", help=patch_help)
     p.add_argument("--expect-version", type=int, default=None, help="refuse unless this is still the current version")
     p.add_argument("--note", default=None)
     p.set_defaults(func=cmd_apply)

@@ -36,6 +36,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         data=args.data, out=args.out, test=args.test, from_redis=args.from_redis, redis_stream=args.stream, base=not args.no_base, seed=args.seed
     )
     print(f"trained on {model.meta['n_train']} examples ({model.meta['n_from_redis']} from Redis); saved {path}")
+    seen = model.meta.get("redis_entries")
+    if seen and seen["no_text"]:
+        print(f"skipped {seen['no_text']} of {seen['entries']} logged decisions: they carry no prompt text "
+              "(retraining needs the gateway's decisions_log.store_text: true)")
+    if seen and seen["unlabeled"]:
+        print(f"skipped {seen['unlabeled']} of {seen['entries']} logged decisions: no reviewed task, an unsure prediction or no output length")
     if report:
         print(format_report(report))
     return 0
@@ -118,7 +124,8 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--data", default=None, help="training JSONL (default: router/training/data/routing.jsonl)")
     p.add_argument("--out", default=None, help="output directory or .skops path (default: router/models/default.skops)")
     p.add_argument("--test", default=None, help="held-out JSONL to report on (default: router/training/data/routing_test.jsonl)")
-    p.add_argument("--from-redis", default=None, metavar="URL", help="also train on decisions logged in this Redis")
+    p.add_argument("--from-redis", default=None, metavar="URL",
+                   help="also train on decisions logged in this Redis (those logged with prompt text: decisions_log.store_text)")
     p.add_argument("--stream", default=None, help="decisions stream (default: tandem:decisions)")
     p.add_argument("--no-base", action="store_true", help="with --from-redis: train on the logged decisions only")
     p.add_argument("--seed", type=int, default=0)

@@ -15,6 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 READY_TIMEOUT_S = 120.0
+# Serve kills a proxy that is not ready 5 s after it starts (its health check: 10 s); on a busy
+# 2-core machine a new proxy's imports alone can take longer, and the app never comes up.
+BUSY_MACHINE_SERVE_TIMEOUTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
+# The proxy's limits in serve_config.yaml's http_options (tests/hardening/test_slow_clients.py keeps them equal);
+# the header and body-arrival bounds live in the app itself (router/ingress.py, ReadLimits).
+HTTP_LIMITS = {"request_timeout_s": 300, "keep_alive_timeout_s": 90}
 
 
 def free_port() -> int:
@@ -41,10 +47,12 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
     from router.app import build_app
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    for name, seconds in BUSY_MACHINE_SERVE_TIMEOUTS.items():  # read by the Serve controller Ray starts next
+        os.environ.setdefault(name, seconds)
     ray.init(address="local" if new_cluster else None, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     port = port or free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.start(http_options={"host": "127.0.0.1", "port": port, **HTTP_LIMITS})
     serve.run(build_app(args or {}), name="tandem", route_prefix="/")
     url = f"http://127.0.0.1:{port}"
 

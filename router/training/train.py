@@ -162,17 +162,29 @@ def format_report(rep: dict) -> str:
     return "\n".join(lines)
 
 
-def redis_records(url: str, stream: str | None = None, count: int | None = None) -> list[dict]:
+def redis_records(url: str, stream: str | None = None, count: int | None = None) -> tuple[list[dict], dict[str, int]]:
+    """Data-set lines from the decisions stream, and what was read: `entries`, `no_text` (skipped:
+    logged without prompt text, the default; retraining needs the gateway's
+    `decisions_log.store_text: true`), `unlabeled` (skipped: no reviewed task, an unsure
+    prediction, or no output length)."""
     import redis
 
-    from router.decisions_log import STREAM, read_decisions, to_training_record
+    from router.decisions_log import STREAM
+    from router.training.decisions import read_decisions, to_training_record
 
     client = redis.Redis.from_url(url, socket_timeout=5)
+    recs, seen = [], {"entries": 0, "no_text": 0, "unlabeled": 0}
     try:
-        recs = [to_training_record(e) for e in read_decisions(client, stream or STREAM, count=count)]
+        for e in read_decisions(client, stream or STREAM, count=count):
+            seen["entries"] += 1
+            rec = to_training_record(e) if e.has_text else None
+            if rec is not None:
+                recs.append(rec)
+            else:
+                seen["no_text" if not e.has_text else "unlabeled"] += 1
     finally:
         client.close()
-    return [r for r in recs if r is not None]
+    return recs, seen
 
 
 def train(
@@ -189,17 +201,23 @@ def train(
     from router.classifier import DEFAULT_MODEL_PATH
 
     records = load_jsonl(data or TRAIN_PATH) if base else []
-    n_redis = 0
+    n_redis, redis_seen = 0, None
     if from_redis:
-        extra = redis_records(from_redis, redis_stream)
+        extra, redis_seen = redis_records(from_redis, redis_stream)
         n_redis = len(extra)
         records += extra
     if len({r["task"] for r in records}) < 2:
-        raise ValueError(f"need labeled examples of at least two task types; got {len(records)} examples")
+        why = ""
+        if redis_seen and redis_seen["no_text"]:
+            why = (f"; {redis_seen['no_text']} of {redis_seen['entries']} logged decisions carry no prompt text "
+                   "(retraining needs the gateway's decisions_log.store_text: true)")
+        raise ValueError(f"need labeled examples of at least two task types; got {len(records)} examples{why}")
     model = fit(records, seed=seed)
     test_path = Path(test or TEST_PATH)
     report = evaluate(model, load_jsonl(test_path)) if test_path.exists() else {}
     model.meta["n_from_redis"] = n_redis
+    if redis_seen is not None:
+        model.meta["redis_entries"] = redis_seen  # read, and skipped for no text / no labels
     model.meta["test_data"] = test_path.name if report else None
     model.meta["metrics"] = {k: report[k] for k in ("accuracy", "mode_agreement", "length_coverage", "block_fit_agreement") if k in report}
     if report:

@@ -111,7 +111,10 @@ def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
     decision, outcome = json.loads(entry["decision"]), json.loads(entry["outcome"])
     assert decision["mode"] == "ar"
     assert outcome["output_tokens"] == r.json()["usage"]["completion_tokens"]
-    assert json.loads(entry["features"])["messages"][0]["content"] == MSG[0]["content"]
+    assert "text" not in entry and MSG[0]["content"] not in json.dumps(entry)  # default: no prompt text, only its features
+    features = json.loads(entry["features"])
+    assert features["prompt_chars"] == len(MSG[0]["content"]) and features["numeric"]["log_user_turns"] > 0
+    assert 0 < client.pttl(stream) <= 7 * 86_400_000  # entries expire
 
 
 def test_shadow_verification_measures_acceptance_of_block_answers(base_url, admin_headers):

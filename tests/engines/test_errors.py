@@ -52,3 +52,76 @@ def test_prompt_beyond_the_context(engine, mode):
 def test_one_bad_request_fails_the_batch_before_any_decoding(engine):
     with pytest.raises(InvalidRequestError):
         engine.generate_batch([chat("fine", max_new_tokens=2), chat("bad", top_p=2.0)])
+
+
+# ---- the context limit: prompt + max_tokens, the same in every mode --------------------------------
+
+
+@pytest.fixture
+def positions_seen(monkeypatch):
+    """The highest position any encoder or decoder pass used, over the calls made while it is active."""
+    import engines.batch
+
+    seen = []
+    encode, canvas_inputs = engines.batch.SequenceBatch.encode, engines.batch.SequenceBatch.canvas_inputs
+
+    def spy_encode(self, tokens, valid=None, logits="last"):
+        out = encode(self, tokens, valid, logits)
+        seen.append(int(self.lengths().max()) - 1)  # the last token written sits at position length - 1
+        return out
+
+    def spy_canvas_inputs(self, canvas_length):
+        positions, masks = canvas_inputs(self, canvas_length)  # positions (B, C)
+        seen.append(int(positions.max()))
+        return positions, masks
+
+    monkeypatch.setattr(engines.batch.SequenceBatch, "encode", spy_encode)
+    monkeypatch.setattr(engines.batch.SequenceBatch, "canvas_inputs", spy_canvas_inputs)
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["ar", "block", "verified"])
+@pytest.mark.parametrize("margin", [0, 1, 5])
+def test_a_short_prompt_may_ask_for_the_rest_of_the_context(engine, mode, margin):
+    # Block mode used to round max_tokens up to whole canvases (plus a slot) before this check, so a
+    # request AR serves was refused in block and verified mode: one rule now, prompt + max_tokens.
+    prompt = engine.prompt_ids(chat("Hi"))
+    request = chat("Hi", mode=mode, max_new_tokens=engine.context_length - len(prompt) - margin)
+    ids, _ = engine.validate(request)
+    assert ids == prompt
+    too_many = chat("Hi", mode=mode, max_new_tokens=engine.context_length - len(prompt) + 1)
+    with pytest.raises(ContextLengthError, match=f"context of {engine.context_length} tokens") as info:
+        engine.validate(too_many)
+    assert info.value.status == 400 and info.value.code == "context_length_exceeded"
+
+
+def near_the_end(engine, mode, room, **kw) -> GenerationRequest:
+    """A request whose prompt leaves `room` positions of the context, and that asks for all of them."""
+    return GenerationRequest(prompt=[5] * (engine.context_length - room), mode=mode, max_new_tokens=room, stop_token_ids=[],
+                             canvas=16, max_denoising_steps=2, seed=0, **kw)
+
+
+def test_block_sizes_its_last_canvas_down_to_the_context(engine, positions_seen):
+    result = engine.generate(near_the_end(engine, "block", 20))  # one canvas of 16, then one of 4
+    assert len(result.token_ids) == 20 and result.finish_reason == "length"
+    assert len(result.stats.steps_per_canvas) == 2
+    assert max(positions_seen) == engine.context_length - 1  # the last position, and none past it
+
+
+def test_verified_sizes_its_drafts_down_to_the_context(engine, positions_seen):
+    result = engine.generate(near_the_end(engine, "verified", 20))
+    assert max(positions_seen) <= engine.context_length - 1
+    ar = engine.generate(near_the_end(engine, "ar", 20))
+    assert result.token_ids == ar.token_ids and len(ar.token_ids) == 20  # still lossless (greedy)
+    assert result.stats.drafted < 16 * len(result.stats.steps_per_canvas)  # drafts shorter than the canvas
+
+
+@pytest.mark.parametrize("mode", ["block", "verified"])
+def test_a_row_near_the_end_changes_no_other_rows_tokens(engine, mode):
+    # The row near the end goes on in a batch of its own; the other row keeps its full canvases.
+    near = near_the_end(engine, mode, 20)
+    short = chat("Plan: search the web, then email Bob.", mode=mode, max_new_tokens=40, stop_token_ids=[], canvas=16,
+                 max_denoising_steps=2, seed=1)
+    together = engine.generate_batch([near, short])
+    assert [r.token_ids for r in together] == [engine.generate(near).token_ids, engine.generate(short).token_ids]
+    assert len(together[1].token_ids) == 40

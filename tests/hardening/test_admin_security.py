@@ -139,3 +139,23 @@ def test_versions_must_be_integers(app_url, admin):
         assert r.status_code == 400, r.text
         assert r.json()["error"]["code"] == "invalid_value" and "integer" in r.json()["error"]["message"]
     assert httpx.get(f"{app_url}/admin/policy", headers=admin, timeout=10).json()["policy"]["version"] == current["version"]
+
+
+def test_a_policy_write_states_every_field_or_says_it_is_a_patch(app_url, admin):
+    """`POST /admin/policy {}` once wrote the schema defaults as a new live version on every
+    replica. Now an empty or partial policy is a 400 naming each missing field and nothing
+    changes; a patch changes only what it names; then the original policy is restored."""
+    current = httpx.get(f"{app_url}/admin/policy", headers=admin, timeout=10).json()["policy"]
+    version = current["version"]
+    with httpx.Client(base_url=app_url, headers=admin, timeout=10) as client:
+        for body in ({}, {"policy": {}}, {"policy": {"steps": 16}, "expect_version": version}):
+            r = client.post("/admin/policy", json=body)
+            assert r.status_code == 400, r.text
+            assert r.json()["error"]["code"] == "invalid_policy" and "task_modes: missing" in r.json()["error"]["message"]
+            assert_no_secret(r)
+        assert client.get("/admin/policy").json()["policy"] == current
+        r = client.post("/admin/policy", json={"patch": {"description": "hardening: a patch"}, "expect_version": version})
+        assert r.status_code == 200, r.text
+        assert r.json()["policy"] == current | {"description": "hardening: a patch", "version": version + 1}
+        restored = client.post("/admin/policy", json={"policy": current, "expect_version": version + 1, "note": "hardening: restore"})
+        assert restored.status_code == 200, restored.text

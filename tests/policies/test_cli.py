@@ -48,3 +48,43 @@ def test_apply_and_show_on_redis(tmp_path, redis_url, prefix, capsys):
     assert shown["policy"]["version"] == 1 and shown["policy"]["confidence_floor"] == 0.7 and shown["status"]["healthy"]
     assert main(["policy", "rollback", "7", *src]) == 2
     assert "no policy version 7" in capsys.readouterr().err
+
+
+def test_apply_of_an_empty_or_partial_file_is_refused_listing_the_missing_fields(tmp_path, redis_url, prefix, capsys):
+    """Once, `tandem policy apply` of an empty file wrote the schema defaults as the live policy."""
+    from policies.stores import load_store
+
+    src = ["--source", redis_url, "--prefix", prefix]
+    for text in ("", "steps: 16\n"):
+        f = tmp_path / "p.yaml"
+        f.write_text(text)
+        assert main(["policy", "apply", str(f), *src]) == 2
+        err = capsys.readouterr().err
+        assert "field(s) missing" in err and "task_modes: missing" in err and "--patch" in err
+        assert ("steps: missing" in err) == (text == "")
+        assert main(["policy", "validate", str(f)]) == 2  # validate says the same before anyone applies
+        assert "task_modes: missing" in capsys.readouterr().err
+    with load_store(redis_url, prefix=prefix, watch=False) as store:
+        assert store.history() == [] and store.current().version == 0
+
+
+def test_apply_and_validate_a_patch(tmp_path, capsys):
+    target = tmp_path / "live.yaml"
+    target.write_text(DEFAULT_POLICY_PATH.read_text())
+    patch = tmp_path / "stricter.yaml"
+    patch.write_text("description: stricter floor\nconfidence_floor: 0.7\ntask_modes: {extract: ar}\n")
+    src = ["--source", str(target)]
+    assert main(["policy", "validate", str(patch)]) == 2  # as a full policy it is partial
+    capsys.readouterr()
+    assert main(["policy", "validate", "--patch", str(patch), *src]) == 0
+    assert "valid patch over version 0" in capsys.readouterr().out
+    assert main(["policy", "apply", "--patch", str(patch), "--expect-version", "0", *src]) == 0
+    assert "applied the patch in" in capsys.readouterr().out
+    live = yaml.safe_load(target.read_text())
+    want = default_policy().content() | {"description": "stricter floor", "confidence_floor": 0.7}
+    want["task_modes"] = {**want["task_modes"], "extract": "ar"}
+    assert live == {"version": 1, **want}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("steps: null\nversion: 3\n")
+    assert main(["policy", "apply", "--patch", str(bad), *src]) == 2
+    assert "version: a patch cannot set the version" in capsys.readouterr().err

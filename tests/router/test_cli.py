@@ -10,7 +10,7 @@ from pathlib import Path
 
 from router.tools.cli import main
 from router.training.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
-from router.decisions_log import log_decision, request_features
+from router.decisions_log import DecisionsLogSettings, log_decision, request_features
 from tests.policies.helpers import redis_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,8 @@ def test_train_from_redis_reads_the_decisions_stream(tmp_path, prefix, redis_url
     client = redis_client()
     stream = prefix + "decisions"
     for r in load_jsonl(TRAIN_PATH)[:300]:
-        log_decision(client, request_features(r), {"task": "extract", "confidence": 0.2}, {"output_tokens": r["output_tokens"], "task": r["task"]}, stream=stream)
+        log_decision(client, request_features(r), {"task": "extract", "confidence": 0.2}, {"output_tokens": r["output_tokens"], "task": r["task"]},
+                     DecisionsLogSettings(store_text=True), stream=stream)  # retraining needs the opt-in text
     client.close()
     out = tmp_path / "m.skops"
     test = write_jsonl(tmp_path / "test.jsonl", load_jsonl(TEST_PATH)[:50])

@@ -192,3 +192,24 @@ def test_request_accepts_openai_shapes(route):
     with pytest.raises(ValueError):
         RouteRequest.model_validate({"messages": []})
 
+
+
+@pytest.mark.parametrize("mode", ["block", "verified", "ar"])
+def test_a_request_ar_can_serve_fits_whatever_mode_routing_picks(route, engine, mode):
+    # Auto routing must not turn a request AR would answer into a 400. The router does not count
+    # tokens; the engine's context limit is the same in every mode (prompt + max_tokens: block and
+    # verified size a canvas down near the end of the context), so any decision fits. A short prompt
+    # asking for the whole rest of the context used to be refused once routing picked block/verified.
+    from dataclasses import replace
+
+    from engines import ContextLengthError, GenerationRequest
+
+    messages = [{"role": "user", "content": EXTRACT}]
+    max_tokens = engine.context_length - len(engine.prompt_ids(GenerationRequest(messages=messages)))
+    d = route(task_modes={**DEFAULT_TASK_MODES, "extract": mode}).decide(req(max_tokens=max_tokens))
+    assert (d.mode, d.rule) == (mode, "task_default")
+    canvas = min(d.canvas, engine.config.canvas_length) if d.canvas else None  # the gateway caps it so
+    request = GenerationRequest(messages=messages, mode=d.mode, max_new_tokens=max_tokens, canvas=canvas, max_denoising_steps=d.steps)
+    engine.validate(request)
+    with pytest.raises(ContextLengthError):  # one token more does not fit, in any mode
+        engine.validate(replace(request, max_new_tokens=max_tokens + 1))
