@@ -66,12 +66,26 @@ class NotFoundError(TandemError, LookupError):
     status, type, code = 404, "invalid_request_error", "not_found"
 
 
+class MethodNotAllowedError(TandemError):
+    status, type, code = 405, "invalid_request_error", "method_not_allowed"
+
+
+class RequestTimeoutError(TandemError):
+    """The client did not send its request in time."""
+
+    status, type, code = 408, "invalid_request_error", "request_timeout"
+
+
 class ConflictError(TandemError):
     status, type, code = 409, "invalid_request_error", "conflict"
 
 
 class PayloadTooLargeError(TandemError):
     status, type, code = 413, "invalid_request_error", "request_too_large"
+
+
+class HeadersTooLargeError(TandemError):
+    status, type, code = 431, "invalid_request_error", "request_headers_too_large"
 
 
 class UnprocessableError(TandemError):

@@ -20,7 +20,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from engines.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, TandemError
+from engines.errors import (
+    HeadersTooLargeError,
+    InvalidRequestError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RequestTimeoutError,
+    TandemError,
+)
 from policies.stores import redact
 from router.admin import admin
 from router.calls import chat_call, completion_call
@@ -59,14 +67,12 @@ async def _http_error(request: Request, exc: HTTPException):
     if exc.status_code == 404:
         return error_response(NotFoundError(f"no route {request.method} {request.url.path}"))
     if exc.status_code == 405:
-        err = InvalidRequestError(f"method {request.method} not allowed on {request.url.path}", code="method_not_allowed")
-        err.status = 405
-        return error_response(err)
+        return error_response(MethodNotAllowedError(f"method {request.method} not allowed on {request.url.path}"))
     if exc.status_code == 400:  # FastAPI could not parse the body (e.g. an integer over Python's digit limit)
         return error_response(InvalidRequestError(f"request body is not valid JSON: {exc.detail}", code="invalid_json"))
-    err = TandemError(str(exc.detail), code="http_error")
-    err.status, err.type = exc.status_code, "invalid_request_error" if exc.status_code < 500 else "server_error"
-    return error_response(err)
+    body = {"error": {"message": str(exc.detail), "type": "invalid_request_error" if exc.status_code < 500 else "server_error",
+                      "param": None, "code": "http_error"}}  # any other status Starlette raises, passed through
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
 @api.exception_handler(Exception)
@@ -138,9 +144,8 @@ class _BodyTimeout(Exception):
     pass
 
 
-def _closing_error(message: str, status: int, code: str) -> JSONResponse:
-    err = TandemError(message, code=code, headers={"Connection": "close"})  # the connection holds unread bytes
-    err.status, err.type = status, "invalid_request_error"
+def _closing_error(err: TandemError) -> JSONResponse:
+    err.headers["Connection"] = "close"  # the connection holds unread bytes
     return error_response(err)
 
 
@@ -160,8 +165,7 @@ class ReadLimits:
             return await self.app(scope, receive, send)
         size = sum(len(name) + len(value) + 4 for name, value in scope["headers"])
         if size > self.max_header_bytes:
-            too_large = _closing_error(f"request headers total {size} bytes, over {self.max_header_bytes}", 431,
-                                       "request_headers_too_large")
+            too_large = _closing_error(HeadersTooLargeError(f"request headers total {size} bytes, over {self.max_header_bytes}"))
             return await too_large(scope, receive, send)
         deadline = asyncio.get_running_loop().time() + self.body_timeout_s
         body_done = response_started = False
@@ -188,8 +192,7 @@ class ReadLimits:
         except _BodyTimeout:
             log.info("request body not received in %.0f s: 408", self.body_timeout_s)
             if not response_started:
-                timed_out = _closing_error(f"request body not received in full within {self.body_timeout_s:g} s", 408,
-                                           "request_timeout")
+                timed_out = _closing_error(RequestTimeoutError(f"request body not received in full within {self.body_timeout_s:g} s"))
                 await timed_out(scope, receive, send)
 
 
