@@ -37,7 +37,7 @@ def serve_app(tiny_checkpoint, redis_url, tmp_path_factory):
             "request_timeout_s": 60,
             "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 16},
         },
-        ready_timeout_s=180,  # a busy CI machine starts Ray slowly
+        ready_timeout_s=420,  # a busy CI machine starts Ray slowly (minutes with both cores loaded)
     )
     url = app.url
     yield {"url": url, "prefix": prefix, "spans": spans, "redis_url": redis_url}

@@ -18,7 +18,7 @@ import threading
 def main(port: int, args: dict) -> None:
     from router.tools.local_app import start_app
 
-    app = start_app(args, port=port, new_cluster=True, ready_timeout_s=170)
+    app = start_app(args, port=port, new_cluster=True, ready_timeout_s=410)
     print("READY", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
