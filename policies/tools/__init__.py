@@ -1,1 +1,1 @@
-"""policies tools"""
+"""`tandem policy show|validate|apply|history|rollback` (`cli`)."""
