@@ -49,8 +49,8 @@ class Ticket:
 class RoutingView:
     """Loads, queues, in-flight counts, backlog and calibration of the engines behind one gateway.
 
-    `engines` maps an engine name ("block", "ar") to its deployment handle; `estimate` is the
-    router's finish estimate (mode, tokens, steps, canvas, task, view) -> ms or None."""
+    `engines` maps an engine name ("block", "ar") to its deployment handle; `telemetry` (optional)
+    gets each poll's queue ratios as the queue-depth gauge."""
 
     def __init__(self, engines: dict[Engine, object], telemetry=None):
         self.engines = engines
