@@ -14,13 +14,17 @@ from engines.sampling import choose_tokens
 
 
 def next_tokens(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
-    """AR choice per row from logits (B, L, V) -> tokens (B, L), each row with its own sampling settings."""
-    return torch.stack(
-        [
-            choose_tokens(logits[j], r.request.temperature, r.request.top_p, r.request.top_k, r.generator)
-            for j, r in enumerate(rows)
-        ]
-    )
+    """AR choice per row from logits (B, L, V) -> tokens (B, L), each row with its own sampling
+    settings. A row with a grammar chooses under its mask; its logits are one step (L == 1)."""
+    return torch.stack([choose(r, logits[j]) for j, r in enumerate(rows)])
+
+
+def choose(row: Row, logits: torch.Tensor) -> torch.Tensor:
+    """One row's AR choice from logits (L, V) -> tokens (L,)."""
+    if row.constraint is not None:
+        assert logits.shape[0] == 1, "a constrained row chooses one token at a time"
+        logits = row.constraint.mask_(logits[0].clone())[None]
+    return choose_tokens(logits, row.request.temperature, row.request.top_p, row.request.top_k, row.generator)
 
 
 @torch.inference_mode()

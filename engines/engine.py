@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from engines.ar import decode_ar
+from engines.constraint import GrammarTokenizer
 from engines.block import BlockParams, decode_block
 from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
@@ -46,6 +47,7 @@ class DiffusionEngine:
         self.defaults = self.model.generation_config
         eos = self.defaults.eos_token_id if self.defaults.eos_token_id is not None else text.eos_token_id
         self.eos_ids = frozenset([eos] if isinstance(eos, int) else eos)
+        self.grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.vocab_size)
         self._lock = threading.Lock()
 
     @classmethod
@@ -79,7 +81,7 @@ class DiffusionEngine:
         if req.messages is not None:
             if not req.messages or not any(str(m.get("content") or "").strip() for m in req.messages):
                 raise InvalidRequestError("`messages` is empty: at least one message needs content", param="messages")
-            text = self.tokenizer.apply_chat_template(req.messages, add_generation_prompt=True, tokenize=False)
+            text = self.tokenizer.apply_chat_template(req.messages, tools=req.tools or None, add_generation_prompt=True, tokenize=False)
             return self.tokenizer.encode(text, add_special_tokens=False)
         if isinstance(req.prompt, str):
             if not req.prompt.strip():
@@ -106,6 +108,9 @@ class DiffusionEngine:
             raise InvalidRequestError(f"top_k must be an integer >= 0, got {req.top_k!r}", param="top_k")
         if any(not isinstance(s, str) or not s for s in req.stop):
             raise InvalidRequestError("stop strings must be non-empty strings", param="stop")
+        if req.grammar is not None and (req.mode == "block" or not isinstance(req.grammar, str)):
+            raise InvalidRequestError("block mode cannot decode under a grammar (JSON schema, tools): use verified or ar mode",
+                                      param="response_format", code="unsupported_mode")
         params = self.block_params(req) if req.mode != "ar" else None
         if params is not None:
             limit = self.config.canvas_length
@@ -142,6 +147,7 @@ class DiffusionEngine:
             decode=lambda t: self.tokenizer.decode(t, skip_special_tokens=True),
             on_text=on_text,
             on_done=on_done,
+            constraint=self.grammar_tokenizer.constraint(req.grammar) if req.grammar is not None else None,
         )
 
     # ---- decoding ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engines.constraint import TokenConstraint
 from engines.types import DecodeStats, FinishReason, GenerationRequest, GenerationResult
 
 # Text that may still grow into a stop string, or an unfinished multi-byte character, is held back.
@@ -27,6 +28,7 @@ class Row:
     decode: Callable[[list[int]], str]  # token ids -> text
     on_text: Callable[[str], None] | None = None  # receives text deltas as tokens are committed
     on_done: Callable[["Row"], None] | None = None  # called once, when the row leaves its batch
+    constraint: TokenConstraint | None = None  # the request's grammar state, advanced by `extend`
     cancelled: bool = False  # set from another thread when the client goes away; honoured at the next step
     error: BaseException | None = None  # set when decoding failed; `on_done` still runs
     output: list[int] = field(default_factory=list)
@@ -54,16 +56,20 @@ class Row:
             self.on_done(self)
 
     def extend(self, tokens: list[int]) -> int:
-        """Append committed tokens until a stop; returns how many were taken (a stop token counts)."""
+        """Append committed tokens until a stop; returns how many were taken (a stop token counts).
+        A grammar that is complete ends the answer too (no step is spent choosing the end token)."""
         taken = 0
         for t in tokens:
             taken += 1
-            if t in self.stop_ids:
+            if t in self.stop_ids or (self.constraint is not None and not self.constraint.consume(t)):
                 self.finish_reason = "stop"
                 break
             self.output.append(t)
             if len(self.output) >= self.request.max_new_tokens:
                 self.finish_reason = "length"
+                break
+            if self.constraint is not None and self.constraint.done:
+                self.finish_reason = "stop"
                 break
         self._update_text()
         return taken

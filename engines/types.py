@@ -21,6 +21,10 @@ class GenerationRequest:
 
     prompt: str | list[int] | None = None  # raw text is tokenized as is; token ids are used verbatim
     messages: list[dict] | None = None  # chat turns, rendered with the checkpoint's chat template
+    tools: list[dict] | None = None  # function definitions {name, description, parameters}, for the chat template
+    # An llguidance grammar (serialized) the answer must follow: JSON Schema, tool calls. AR and
+    # verified mode decode under its token mask; block mode refuses it (engines.constraint).
+    grammar: str | None = None
     mode: Mode = "block"  # block: diffusion canvases; verified: diffusion drafts checked by AR; ar: token by token
     max_new_tokens: int = DEFAULT_MAX_TOKENS  # hard cap on output tokens (finish_reason "length" when hit)
     # Sampling. temperature 0 is greedy (argmax) in AR and verified modes; block mode always samples its

@@ -8,6 +8,8 @@ A round, for context x_1..x_n whose last encoder pass predicted `next` for posit
 4. encode that one AR token, which predicts `next` for the following round.
 Every output token is the AR choice given the tokens before it, so under greedy decoding the
 output equals AR mode token for token; with sampling it is distributed exactly as AR sampling.
+A row with a grammar takes its AR choices under the grammar's mask, walking the draft position by
+position with the matcher (`constrained_choices`), so it equals constrained AR mode the same way.
 The accepted draft tokens' KV from the commit pass is kept; rejected slots are cropped (or,
 where rows accepted different counts, masked).
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from engines.ar import next_tokens
+from engines.ar import choose, next_tokens
 from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, context_length, denoise_canvas, room_left, split_near_the_end
 from engines.rows import Admit, Row, retire
@@ -33,6 +35,44 @@ from engines.rows import Admit, Row, retire
 def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> tuple[torch.Tensor, torch.Tensor]:
     """The drafter: block mode's denoiser. Returns (draft (B, C), steps (B,))."""
     return denoise_canvas(batch, [r.generator for r in rows], params)
+
+
+def ar_choices(live: list[Row], draft: torch.Tensor, logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+    """The AR choice after each draft token (B, C), from commit logits (B, C, V) and each row's
+    choice for the draft's first position (B,). Rows without a
+    grammar choose at every position at once; a constrained row's choice at position i depends on
+    the grammar state after d_1..d_i, so it walks the draft only as far as it agrees."""
+    free = [j for j, r in enumerate(live) if r.constraint is None]
+    out = torch.full(draft.shape, -1, dtype=torch.long, device=draft.device)  # -1 never equals a draft token
+    if free:
+        out[free] = next_tokens([live[j] for j in free], logits[free])
+    for j, row in enumerate(live):
+        if row.constraint is not None:
+            choices = constrained_choices(row, draft[j].tolist(), logits[j], int(predicted[j]))
+            out[j, : len(choices)] = torch.tensor(choices, dtype=torch.long, device=draft.device)
+    return out
+
+
+def constrained_choices(row: Row, draft: list[int], logits: torch.Tensor, first: int) -> list[int]:
+    """AR choices after draft tokens d_1..d_k for the longest agreeing prefix, under the row's
+    grammar; position 1's choice (`first`) was taken the round before, under the same state.
+    The matcher looks ahead over the agreeing draft tokens and rolls back: `Row.extend` advances
+    it for real when the tokens are committed."""
+    constraint, choices, ahead = row.constraint, [], 0
+    expected = first  # the AR choice the draft token at i must equal
+    for i, token in enumerate(draft):
+        if token != expected:
+            break
+        if token in row.stop_ids or not constraint.consume(token):
+            break
+        ahead += 1
+        if constraint.done:  # complete after d_i: the answer ends there
+            choices.append(min(row.stop_ids))
+            break
+        expected = int(choose(row, logits[i : i + 1])[0])
+        choices.append(expected)
+    constraint.rollback(ahead)
+    return choices
 
 
 @dataclass
@@ -51,7 +91,7 @@ def verify_round(rows: Rows, params: BlockParams) -> None:
     draft, steps = draft_canvas(batch, live, params)  # (B, C)
     start = batch.slots
     commit_logits = batch.encode(draft, logits="all")  # (B, C, V): AR choice after each draft token
-    ar = torch.cat([rows.predicted[:, None], next_tokens(live, commit_logits)], dim=1)  # (B, C + 1)
+    ar = torch.cat([rows.predicted[:, None], ar_choices(live, draft, commit_logits, rows.predicted)], dim=1)  # (B, C + 1)
     agree = (draft == ar[:, :-1]).long().cumprod(-1)  # (B, C) 1 up to the first mismatch
     accepted = agree.sum(-1)  # (B,)
     ended = time.time_ns()

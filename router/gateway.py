@@ -40,6 +40,17 @@ MODELS = ("tandem", "tandem-block", "tandem-verified", "tandem-ar")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
+async def cancelling(response):
+    """Await a DeploymentResponse; if this await is cancelled (a timeout, a client gone), cancel
+    the engine's work too. Ray Serve only does that when the whole HTTP request is cancelled, so
+    without it a timed-out attempt keeps its scheduler slot while its failover runs elsewhere."""
+    try:
+        return await response
+    except asyncio.CancelledError:
+        response.cancel()
+        raise
+
+
 def replica_gateway() -> "Gateway":
     """The Gateway of this Ray Serve replica: the routes' dependency (tests override it)."""
     from ray import serve
@@ -191,7 +202,7 @@ class Gateway:
         raise error
 
     async def _call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
-        return await self.engines[ENGINE_OF_MODE[request.mode]].generate.remote(request)
+        return await cancelling(self.engines[ENGINE_OF_MODE[request.mode]].generate.remote(request))
 
     async def _open_stream(self, request: GenerationRequest):
         """Start streaming and wait for the first item, so that a full queue is a real 429 and a
@@ -323,7 +334,7 @@ class Gateway:
         if not answer_ids:
             return
         try:
-            accepted = await asyncio.wait_for(self.engines["block"].agreement.remote(gen, answer_ids), timeout=self.timeout_s)
+            accepted = await asyncio.wait_for(cancelling(self.engines["block"].agreement.remote(gen, answer_ids)), timeout=self.timeout_s)
         except Exception:
             return
         self.stats.shadow(len(answer_ids), accepted)

@@ -16,6 +16,15 @@ VALID_CHAT = {"model": "tandem", "messages": [{"role": "user", "content": "Class
 VALID_COMPLETION = {"model": "tandem-ar", "prompt": "The quick brown fox", "max_tokens": 4}
 TOKEN_FIELDS = ("max_tokens", "max_completion_tokens")
 SETTINGS = settings(max_examples=120, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def valid_but_slow(value) -> bool:
+    """A token budget that is valid but long (null: the 512-token default) on the random tiny model:
+    timing, not this test's point; the hardened app's 8 s engine timeout would make it a 503."""
+    if value is None:
+        return True
+    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    return integral and not isinstance(value, bool) and 64 < value <= 4096
+
+
 SEEN: dict[str, int] = {}  # status -> count over the module, printed at the end
 
 scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 2, max_value=2**80)
@@ -84,14 +93,14 @@ def test_arbitrary_json(client, path, body):
                                                        "response_format", "tools", "max_completion_tokens", "unknown_field"})),
        value=hostile)
 def test_one_hostile_field_in_a_valid_chat_request(client, field, value):
-    assume(not (field in TOKEN_FIELDS and isinstance(value, int) and 64 < value <= 4096))  # valid but slow: not this test's point
+    assume(not (field in TOKEN_FIELDS and valid_but_slow(value)))
     post(client, CHAT, VALID_CHAT | {field: materialize(value)})
 
 
 @SETTINGS
 @given(field=st.sampled_from(["model", "prompt", "max_tokens", "temperature", "top_p", "stop", "seed", "stream", "echo"]), value=hostile)
 def test_one_hostile_field_in_a_valid_completion_request(client, field, value):
-    assume(not (field in TOKEN_FIELDS and isinstance(value, int) and 64 < value <= 4096))
+    assume(not (field in TOKEN_FIELDS and valid_but_slow(value)))
     post(client, COMPLETIONS, VALID_COMPLETION | {field: materialize(value)})
 
 
