@@ -19,11 +19,13 @@ def next_tokens(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
     return torch.stack([choose(r, logits[j]) for j, r in enumerate(rows)])
 
 
-def choose(row: Row, logits: torch.Tensor) -> torch.Tensor:
-    """One row's AR choice from logits (L, V) -> tokens (L,)."""
+def choose(row: Row, logits: torch.Tensor, ahead: int = 0) -> torch.Tensor:
+    """One row's AR choice from logits (L, V) -> tokens (L,). `ahead`: tokens past the row's
+    output the choice is for (verified mode's lookahead), so a grammar knows the tokens left."""
     if row.constraint is not None:
         assert logits.shape[0] == 1, "a constrained row chooses one token at a time"
-        logits = row.constraint.mask_(logits[0].clone())[None]
+        tokens_left = row.request.max_new_tokens - len(row.output) - ahead
+        logits = row.constraint.mask_(logits[0].clone(), tokens_left)[None]
     return choose_tokens(logits, row.request.temperature, row.request.top_p, row.request.top_k, row.generator)
 
 

@@ -22,6 +22,12 @@ import torch
 
 from engines.errors import InvalidRequestError
 
+# With this few tokens left of max_new_tokens, a constrained answer is steered to close: among the
+# tokens the grammar allows, the end of the answer wins, then (inside a JSON string) a token that
+# ends the string, then closing brackets. A model that never ends a string would otherwise be cut
+# mid-JSON; this way it ends as valid JSON (finish_reason "length": it was shortened).
+CLOSING_TOKENS = 24
+
 
 def grammar_problems(grammar: str) -> list[str]:
     """What is wrong with `grammar` (unknown or unimplemented features, syntax); empty when usable."""
@@ -38,41 +44,74 @@ class GrammarTokenizer:
     def __init__(self, hf_tokenizer, model_vocab_size: int):
         self.tokenizer = llguidance.hf.from_tokenizer(hf_tokenizer)
         self.model_vocab_size = model_vocab_size  # logits may be wider than the tokenizer's vocabulary
+        n = min(model_vocab_size, len(hf_tokenizer))
+        self.texts = [hf_tokenizer.decode([t]) for t in range(n)]  # what each token writes, to follow JSON strings
+        # closing preference (V,): outside a JSON string, tokens of only ] } and spaces; inside one,
+        # tokens that start by ending it; the end of the answer above both.
+        self.close_outside, self.close_inside = torch.zeros(model_vocab_size), torch.zeros(model_vocab_size)
+        for t, text in enumerate(self.texts):
+            if text.strip() and all(ch in "]} " for ch in text):
+                self.close_outside[t] = text.count("]") + text.count("}")
+            if text.startswith('"') and all(ch in '"]}, ' for ch in text[1:]):
+                self.close_inside[t] = 10 + text.count("]") + text.count("}")
+        eos = self.tokenizer.eos_token
+        self.close_outside[eos] = self.close_inside[eos] = 100
 
     def constraint(self, grammar: str) -> "TokenConstraint":
         problems = grammar_problems(grammar)
         if problems:
             raise InvalidRequestError(f"the output grammar cannot be used: {'; '.join(problems)}", param="response_format",
                                       code="invalid_grammar")
-        return TokenConstraint(llguidance.LLMatcher(self.tokenizer, grammar), self.tokenizer.vocab_size, self.model_vocab_size)
+        return TokenConstraint(llguidance.LLMatcher(self.tokenizer, grammar, log_level=0), self)
 
 
 class TokenConstraint:
     """One row's grammar state. `mask_` limits logits to the tokens allowed next; `consume`
     advances over committed tokens; `rollback` undoes lookahead (verified mode's checks)."""
 
-    def __init__(self, matcher: llguidance.LLMatcher, vocab_size: int, model_vocab_size: int):
+    def __init__(self, matcher: llguidance.LLMatcher, vocab: GrammarTokenizer):
         self.matcher = matcher
-        self.vocab_size = vocab_size
-        self.model_vocab_size = model_vocab_size
-        self.bitmask = llguidance.torch.allocate_token_bitmask(1, vocab_size)  # (1, ceil(V / 32)) int32
+        self.vocab = vocab
+        self.vocab_size = vocab.tokenizer.vocab_size
+        self.bitmask = llguidance.torch.allocate_token_bitmask(1, self.vocab_size)  # (1, ceil(V / 32)) int32
+        self.closed_early = False  # the answer was steered to close because max_new_tokens ran out
+        self._string = [(False, False)]  # (inside a JSON string, after a backslash), per token consumed
 
-    def mask_(self, logits: torch.Tensor) -> torch.Tensor:
-        """Set disallowed tokens of `logits` (V,) to -inf, in place; returns it."""
+    def mask_(self, logits: torch.Tensor, tokens_left: int | None = None) -> torch.Tensor:
+        """Set disallowed tokens of `logits` (V,) to -inf, in place; returns it. With `tokens_left`
+        under CLOSING_TOKENS, allowed closing tokens are made to win."""
         llguidance.torch.fill_next_token_bitmask(self.matcher, self.bitmask, 0)
         view = logits[: self.vocab_size].unsqueeze(0)  # (1, V)
         llguidance.torch.apply_token_bitmask_inplace(view, self.bitmask.to(logits.device))
         if logits.shape[0] > self.vocab_size:
             logits[self.vocab_size :] = float("-inf")  # padding rows of the embedding are never text
+        if tokens_left is not None and tokens_left <= CLOSING_TOKENS:
+            bonus = (self.vocab.close_inside if self._string[-1][0] else self.vocab.close_outside)[: logits.shape[0]]
+            bonus = bonus.to(logits.device)
+            if bool(torch.isfinite(logits[bonus > 0]).any()):
+                logits += bonus * 1e4  # -inf stays -inf
+                self.closed_early = True
         return logits
 
     def consume(self, token: int) -> bool:
         """Advance over `token`; False if the grammar does not allow it (the row then stops)."""
-        return bool(self.matcher.consume_token(int(token)))
+        if not self.matcher.consume_token(int(token)):
+            return False
+        inside, escaped = self._string[-1]
+        for ch in self.vocab.texts[token] if token < len(self.vocab.texts) else "":
+            if escaped:
+                escaped = False
+            elif inside and ch == "\\":
+                escaped = True
+            elif ch == '"':
+                inside = not inside
+        self._string.append((inside, escaped))
+        return True
 
     def rollback(self, n: int) -> None:
         if n:
             self.matcher.rollback(n)
+            del self._string[-n:]
 
     @property
     def done(self) -> bool:

@@ -69,7 +69,7 @@ class Row:
                 self.finish_reason = "length"
                 break
             if self.constraint is not None and self.constraint.done:
-                self.finish_reason = "stop"
+                self.finish_reason = "length" if self.constraint.closed_early else "stop"
                 break
         self._update_text()
         return taken

@@ -9,6 +9,7 @@ beside the weights and loads offline with `AutoTokenizer.from_pretrained(dir)`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
@@ -19,14 +20,9 @@ START_OF_TURN, END_OF_TURN = "<start_of_turn>", "<end_of_turn>"
 IMAGE, START_OF_IMAGE, END_OF_IMAGE = "<image>", "<start_of_image>", "<end_of_image>"
 SPECIAL_TOKENS = [PAD, EOS, BOS, START_OF_TURN, END_OF_TURN, IMAGE, START_OF_IMAGE, END_OF_IMAGE]
 
-CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
-    "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
-)
+# The chat template of every checkpoint this project trains: system, user, model and tool turns;
+# tool declarations, the model's tool calls and tool results (the format router.structured writes).
+CHAT_TEMPLATE = (Path(__file__).parent / "chat_template.jinja").read_text()
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096, min_frequency: int = 2) -> PreTrainedTokenizerFast:

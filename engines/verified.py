@@ -69,7 +69,7 @@ def constrained_choices(row: Row, draft: list[int], logits: torch.Tensor, first:
         if constraint.done:  # complete after d_i: the answer ends there
             choices.append(min(row.stop_ids))
             break
-        expected = int(choose(row, logits[i : i + 1])[0])
+        expected = int(choose(row, logits[i : i + 1], ahead=ahead)[0])
         choices.append(expected)
     constraint.rollback(ahead)
     return choices

@@ -181,6 +181,8 @@ class Policy(_Strict):
         0.5, ge=0.0, le=1.0, description="Block mode needs a task-type probability at least this high; below it, safe_mode."
     )
     safe_mode: Mode = Field("verified", description="Mode used instead of block when the classifier is not confident.")
+    constrained_mode: Literal["verified", "ar"] = Field(
+        "ar", description="Mode used instead of block for an answer under a grammar (tools, JSON Schema): block mode cannot follow one yet.")
     steps: int = Field(12, ge=1, le=256, description="Denoising steps per canvas (block mode and verified drafts).")
     steps_by_task: dict[str, int] = Field(default_factory=dict, description="Per-task-type steps, overriding steps.")
     forcing: ForcingRules = Field(default_factory=ForcingRules, description="Model aliases and the mode header.")

@@ -12,7 +12,7 @@ import dataclasses
 
 from engines.defaults import DEFAULT_MAX_TOKENS
 from engines.types import GenerationRequest
-from router.schemas import SchemaCheck
+from router.structured import OutputSpec
 from router.types import RouteRequest
 
 
@@ -26,16 +26,18 @@ class Call:
     route: RouteRequest  # what routing reads
     stream: bool = False
     include_usage: bool = False  # stream_options.include_usage
-    schema_check: SchemaCheck | None = None  # response_format JSON, compiled
+    output: OutputSpec = dataclasses.field(default_factory=OutputSpec)  # tools and grammar; default: free text
     request_id: str = ""
 
 
-def chat_call(req, headers: dict[str, str], schema_check: SchemaCheck | None = None) -> Call:
-    """A validated `ChatCompletionRequest` as the gateway serves it."""
-    gen = _sampling(req, GenerationRequest(messages=req.engine_messages()))
+def chat_call(req, headers: dict[str, str], output: OutputSpec) -> Call:
+    """A validated `ChatCompletionRequest` (with its checked `output`) as the gateway serves it."""
+    gen = _sampling(req, GenerationRequest(messages=req.engine_messages(), tools=[t.template() for t in output.tools] or None,
+                                           grammar=output.grammar))
     fmt = req.response_format.model_dump() if req.response_format else None
-    return Call(chat=True, model=req.model, gen=gen, route=_route(req, gen.messages, headers, fmt, req.tools), stream=req.stream,
-                include_usage=bool(req.stream_options and req.stream_options.include_usage), schema_check=schema_check)
+    route = _route(req, gen.messages, headers, fmt, req.tools).model_copy(update={"structured": output.structured})
+    return Call(chat=True, model=req.model, gen=gen, route=route, stream=req.stream,
+                include_usage=bool(req.stream_options and req.stream_options.include_usage), output=output)
 
 
 def completion_call(req, headers: dict[str, str]) -> Call:

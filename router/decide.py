@@ -16,7 +16,9 @@ Order of the rules (each named in `Decision.rule`):
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
    always; block <-> AR for equal_quality_tasks, within the block limit). Forced modes never move.
-7. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
+7. `constrained`: an answer under a grammar (tools, JSON Schema, JSON object) that landed on
+   block, forced or not, goes to constrained_mode: block mode cannot follow a grammar yet.
+8. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
 
 The policy is read from the store on every call (a pointer read; a file store stats at most
@@ -118,6 +120,9 @@ class Router:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
                     mode, rule, moved = alt, "load", True
+        if req.structured and mode == "block":
+            mode, rule = policy.constrained_mode, "constrained"
+            why = f"{why}; the answer follows a grammar ({req.structured}), which block mode cannot yet: {mode}"
         canvas = policy.canvas_for(tokens) if mode != "ar" else None
         steps = policy.steps_for(task) if mode != "ar" else None
         shadow = mode == "block" and policy.shadow_verify_rate > 0 and unit_draw(req.request_id) < policy.shadow_verify_rate
@@ -126,7 +131,7 @@ class Router:
         return Decision(
             mode=mode, canvas=canvas, steps=steps, reason=why, rule=rule, task=task, predicted_tokens=int(tokens),
             confidence=round(conf, 4), policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
-            load_aware=moved, request_id=req.request_id,
+            load_aware=moved, request_id=req.request_id, structured=req.structured,
         )
 
     def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView]):

@@ -3,13 +3,13 @@
 `serve()`: route (`Router.decide`: learned prediction + live policy + the routing view) -> the
 engine deployment for the decided mode (`BlockEngine` serves block and verified, `AREngine` AR)
 through one failover loop (`_attempt`: bounded wait; on failure or timeout once more in the
-policy's `on_engine_failure` mode, else the error) -> for `response_format` JSON, a block answer
-that does not match is retried in the policy's `safe_mode`, then 422 -> the OpenAI response or
-SSE chunks, with the decision in headers and in a `tandem` body object -> the outcome: stats,
-metrics, shadow verification and the decisions log, off the request path.
+policy's `on_engine_failure` mode, else the error) -> the OpenAI response or SSE chunks (tool
+calls read back by `router.tool_calls`), with the decision in headers and in a `tandem` body
+object -> the outcome: stats, metrics, shadow verification and the decisions log, off the
+request path.
 
-Streamed and whole responses share that path: a streamed request with a JSON `response_format`
-is decoded whole and checked before its first chunk, so a structured answer always parses.
+Streamed and whole responses share that path. An answer with tools or a JSON response_format is
+decoded under its grammar (`router.structured`), so it parses whether it is streamed or not.
 
 The HTTP layer is `router.ingress` (routes, errors) and `router.admin` (the admin API); this
 class is plain, so tests can build one with small real parts.
@@ -28,11 +28,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from engines.defaults import DEFAULT_MAX_TOKENS
 from engines.errors import EngineUnavailableError, TandemError, UnprocessableError
 from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
-from router.openai_api import DONE, chat_chunk, chat_response, completion_chunk, completion_response, new_id, sse, usage
+from router.openai_api import (DONE, assistant_message, chat_chunk, chat_response, completion_chunk, completion_response, new_id,
+                               sse, usage)
 from router.calls import Call
 from router.routing_view import RoutingView, Ticket
 from router.schemas import check_off_loop
 from router.telemetry import engine_span
+from router.tool_calls import CallReader, read_answer
 
 log = logging.getLogger("tandem.gateway")
 
@@ -134,40 +136,37 @@ class Gateway:
                 canvas=min(decision.canvas, limit) if decision.canvas and limit else decision.canvas, max_denoising_steps=decision.steps,
             )
             out_headers = decision.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
-            if call.stream and call.schema_check is None:
+            if call.stream:
                 stream, first, ticket, mode, degraded = await self._attempt(gen, decision, self._open_stream)
                 out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
                 body = self._stream_chunks(call, stream, first, ticket, decision, mode, degraded, started)
                 return StreamingResponse(body, media_type="text/event-stream", headers=out_headers)
-            result, mode, degraded = await self._generate_checked(call, gen, decision)
+            result, ticket, mode, degraded = await self._attempt(gen, decision, self._call_generate)
+            self.view.returned(ticket, ok=True)
+            await self._check_content(call, result)
             self._finish(call, gen, result, mode, degraded, decision, started)
             out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
-            if call.stream:
-                return StreamingResponse(self._whole_as_chunks(call, result, decision, mode, degraded), media_type="text/event-stream",
-                                         headers=out_headers)
-            build = chat_response if call.chat else completion_response
-            body = build(call.request_id, call.model, result.text, result.finish_reason,
-                         usage(result.stats.prompt_tokens, result.stats.output_tokens), self._tandem(decision, result, mode, degraded))
-            return JSONResponse(body, headers=out_headers)
+            tandem = self._tandem(decision, result, mode, degraded)
+            usage_ = usage(result.stats.prompt_tokens, result.stats.output_tokens)
+            if not call.chat:
+                return JSONResponse(completion_response(call.request_id, call.model, result.text, result.finish_reason, usage_, tandem),
+                                    headers=out_headers)
+            content, calls = read_answer(result.text, bool(call.output.callable))
+            finish = "tool_calls" if calls and result.finish_reason == "stop" else result.finish_reason
+            message = assistant_message(content, [c.openai() for c in calls])
+            return JSONResponse(chat_response(call.request_id, call.model, message, finish, usage_, tandem), headers=out_headers)
 
-    async def _generate_checked(self, call: Call, gen: GenerationRequest, decision) -> tuple[GenerationResult, str, bool]:
-        """Decode `gen` whole; a JSON response_format that a block answer misses is retried in the
-        policy's safe mode, and a miss after that is a 422."""
-        result, ticket, mode, degraded = await self._attempt(gen, decision, self._call_generate)
-        self.view.returned(ticket, ok=True)
-        check = call.schema_check
-        if check is None:
-            return result, mode, degraded
-        if mode == "block" and not await check_off_loop(check.matches, result.text):
-            retry_mode = self.router.policy.safe_mode
-            with self.telemetry.tracer.start_as_current_span("tandem.json_retry", attributes={"mode": retry_mode}):
-                result, ticket, mode, degraded = await self._attempt(dataclasses.replace(gen, mode=retry_mode), decision, self._call_generate)
-                self.view.returned(ticket, ok=True)
+    async def _check_content(self, call: Call, result: GenerationResult) -> None:
+        """The grammar makes a finished JSON answer parse and validate; this guard says so loudly
+        (a 422, never a silent 200) if a grammar and its schema ever disagree."""
+        check = call.output.content_check
+        if check is None or result.finish_reason != "stop" or call.output.callable and result.text.startswith("<tool_call>"):
+            return
         if not await check_off_loop(check.matches, result.text):
+            log.error("answer under a grammar does not match its response_format (request %s)", call.request_id)
             self.stats.error(422)
-            raise UnprocessableError(f"the model's answer is not JSON matching response_format, even after a retry in {mode} mode",
+            raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
                                      code="response_format_unsatisfied", param="response_format")
-        return result, mode, degraded
 
     # ---- the failover loop ------------------------------------------------------------------------------
 
@@ -235,16 +234,22 @@ class Gateway:
                              started: float) -> AsyncIterator[str]:
         created = int(time.time())
         finished = False
+        reader = CallReader(bool(call.output.callable))
         try:
             if call.chat:
                 yield chat_chunk(call.request_id, call.model, created, delta={"role": "assistant", "content": ""})
             item = first
             while item is not None:
                 if isinstance(item, str):
-                    yield self._text_chunk(call, created, item)
+                    for chunk in self._delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
+                        yield chunk
                 elif isinstance(item, GenerationResult):
                     finished = True
                     self._finish(call, dataclasses.replace(call.gen, mode=mode), item, mode, degraded, decision, started)
+                    for chunk in self._delta_chunks(call, created, reader.finish()):
+                        yield chunk
+                    if reader.calls and item.finish_reason == "stop":
+                        item = dataclasses.replace(item, finish_reason="tool_calls")
                     for chunk in self._closing_chunks(call, created, item, decision, mode, degraded):
                         yield chunk
                     break
@@ -264,21 +269,22 @@ class Gateway:
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
         yield DONE
 
-    async def _whole_as_chunks(self, call: Call, result: GenerationResult, decision, mode: str, degraded: bool) -> AsyncIterator[str]:
-        """A checked answer, streamed: the role, the text, the closing chunks."""
-        created = int(time.time())
-        if call.chat:
-            yield chat_chunk(call.request_id, call.model, created, delta={"role": "assistant", "content": ""})
-        if result.text:
-            yield self._text_chunk(call, created, result.text)
-        for chunk in self._closing_chunks(call, created, result, decision, mode, degraded):
-            yield chunk
-        yield DONE
-
-    def _text_chunk(self, call: Call, created: int, text: str) -> str:
-        if call.chat:
-            return chat_chunk(call.request_id, call.model, created, delta={"content": text})
-        return completion_chunk(call.request_id, call.model, created, text)
+    def _delta_chunks(self, call: Call, created: int, events: list[tuple]) -> list[str]:
+        """CallReader events as chunks: content deltas; a tool call's index, id and name, then its
+        argument fragments (OpenAI's streaming shape)."""
+        out, rid, model = [], call.request_id, call.model
+        for event in events:
+            if not call.chat:
+                out.append(completion_chunk(rid, model, created, event[1]))
+            elif event[0] == "content":
+                out.append(chat_chunk(rid, model, created, delta={"content": event[1]}))
+            elif event[0] == "call":
+                c = event[1]
+                out.append(chat_chunk(rid, model, created, delta={"tool_calls": [
+                    {"index": c.index, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}]}))
+            else:
+                out.append(chat_chunk(rid, model, created, delta={"tool_calls": [{"index": event[1], "function": {"arguments": event[2]}}]}))
+        return out
 
     def _closing_chunks(self, call: Call, created: int, result: GenerationResult, decision, mode: str, degraded: bool) -> list[str]:
         tandem = self._tandem(decision, result, mode, degraded)

@@ -34,7 +34,8 @@ from router.admin import admin
 from router.calls import chat_call, completion_call
 from router.gateway import MAX_BODY_BYTES, MODELS, Gateway, replica_gateway as gateway
 from router.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
-from router.schemas import check_off_loop, compile_schema
+from router.schemas import check_off_loop
+from router.structured import output_spec
 
 log = logging.getLogger("tandem.gateway")
 
@@ -216,9 +217,8 @@ async def model(model_id: str):
 
 @api.post("/v1/chat/completions")
 async def chat_completions(body: ChatCompletionRequest, request: Request, gw: Gateway = Depends(gateway)):
-    fmt = body.response_format
-    check = await check_off_loop(compile_schema, fmt.schema_()) if fmt is not None and fmt.type != "text" else None
-    return await gw.serve(chat_call(body, dict(request.headers), check), dict(request.headers))
+    output = await check_off_loop(output_spec, body)
+    return await gw.serve(chat_call(body, dict(request.headers), output), dict(request.headers))
 
 
 @api.post("/v1/completions")

@@ -84,10 +84,29 @@ class _Sampling(BaseModel):
         return v
 
 
+class FunctionCallIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(..., min_length=1, max_length=64)
+    arguments: str = "{}"  # JSON text, as OpenAI sends it
+
+
+class ToolCallIn(BaseModel):
+    """An earlier assistant turn's tool call, in the history."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(..., min_length=1, max_length=256)
+    type: Literal["function"] = "function"
+    function: FunctionCallIn
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
-    role: Literal["system", "developer", "user", "assistant", "tool"]
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
+    name: str | None = Field(None, max_length=256)
+    tool_calls: list[ToolCallIn] | None = Field(None, max_length=128)  # assistant turns
+    tool_call_id: str | None = Field(None, max_length=256)  # tool turns: the call this answers
+    function_call: FunctionCallIn | None = None  # legacy assistant turns
 
     @field_validator("content")
     @classmethod
@@ -110,21 +129,70 @@ class ChatMessage(BaseModel):
         return self.content or ""
 
 
+ToolChoice = Literal["none", "auto", "required"] | dict[str, Any]
+
+
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(..., min_length=1, max_length=1024)
     max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
     response_format: ResponseFormat | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = Field(None, max_length=128)
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    functions: list[dict[str, Any]] | None = Field(None, max_length=128)  # legacy: tools of type function
+    function_call: Literal["none", "auto"] | dict[str, Any] | None = None  # legacy tool_choice
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(None, ge=0, le=20)
+
+    @model_validator(mode="after")
+    def _legacy_functions(self):
+        """`functions` / `function_call` are the older names of `tools` / `tool_choice`."""
+        if self.functions is not None:
+            if self.tools is not None:
+                raise ValueError("give tools or the legacy functions, not both")
+            self.tools = [{"type": "function", "function": f} for f in self.functions]
+        if self.function_call is not None:
+            if self.tool_choice is not None:
+                raise ValueError("give tool_choice or the legacy function_call, not both")
+            fc = self.function_call
+            self.tool_choice = fc if isinstance(fc, str) else {"type": "function", "function": {"name": fc.get("name")}}
+        if self.top_logprobs and not self.logprobs:
+            raise ValueError("top_logprobs needs logprobs: true")
+        return self
 
     def token_budget(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
 
     def engine_messages(self) -> list[dict]:
-        """Messages as the chat template takes them: roles the template knows, text content."""
-        out = []
-        for m in self.messages:
-            role = {"developer": "system", "tool": "user"}.get(m.role, m.role)
-            out.append({"role": role, "content": m.text()})
+        """Messages as the chat template takes them: system, user, assistant (with its tool calls,
+        arguments as objects) and tool turns (named after the call they answer). A tool result
+        that answers no earlier call, or arguments that are not JSON, are a 400."""
+        out, names = [], {}
+        for i, m in enumerate(self.messages):
+            turn = {"role": "system" if m.role == "developer" else m.role, "content": m.text()}
+            calls = list(m.tool_calls or [])
+            if m.function_call is not None:
+                calls.append(ToolCallIn(id=f"legacy-{i}", function=m.function_call))
+            if calls:
+                if m.role != "assistant":
+                    raise InvalidRequestError(f"messages[{i}]: only assistant turns carry tool calls", param=f"messages[{i}]")
+                turn["tool_calls"] = []
+                for j, c in enumerate(calls):
+                    try:
+                        arguments = json.loads(c.function.arguments)
+                    except (json.JSONDecodeError, RecursionError):
+                        raise InvalidRequestError(f"messages[{i}].tool_calls[{j}].function.arguments is not JSON",
+                                                  param=f"messages[{i}].tool_calls[{j}].function.arguments") from None
+                    turn["tool_calls"].append({"name": c.function.name, "arguments": arguments})
+                    names[c.id] = c.function.name
+            if m.role == "tool":
+                if m.tool_call_id not in names:
+                    raise InvalidRequestError(f"messages[{i}]: tool_call_id {m.tool_call_id!r} answers no tool call of an earlier "
+                                              "assistant turn", param=f"messages[{i}].tool_call_id")
+                turn["name"] = names[m.tool_call_id]
+            elif m.role == "function":  # legacy tool result: named by the function itself
+                turn = {"role": "tool", "content": m.text(), "name": m.name or ""}
+            out.append(turn)
         return out
 
 
@@ -152,25 +220,32 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
 
 
-def chat_response(rid: str, model: str, text: str, finish_reason: str, usage_: dict, tandem: dict) -> dict:
+def assistant_message(content: str | None, tool_calls: list[dict] | None = None) -> dict:
+    """The answer as a chat message: content, or tool calls (content null) as OpenAI writes them."""
+    return {"role": "assistant", "content": content} | ({"tool_calls": tool_calls} if tool_calls else {})
+
+
+def chat_response(rid: str, model: str, message: dict, finish_reason: str, usage_: dict, tandem: dict,
+                  logprobs: dict | None = None) -> dict:
     return {
         "id": rid,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None, "finish_reason": finish_reason}],
+        "choices": [{"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish_reason}],
         "usage": usage_,
         "tandem": tandem,
     }
 
 
-def completion_response(rid: str, model: str, text: str, finish_reason: str, usage_: dict, tandem: dict) -> dict:
+def completion_response(rid: str, model: str, text: str, finish_reason: str, usage_: dict, tandem: dict,
+                        logprobs: dict | None = None) -> dict:
     return {
         "id": rid,
         "object": "text_completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}],
+        "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
         "usage": usage_,
         "tandem": tandem,
     }

@@ -24,6 +24,8 @@ class RouteRequest(BaseModel):
     response_format: dict[str, Any] | None = Field(None, description="OpenAI response_format: {'type': 'text'|'json_object'|'json_schema', ...}.")
     tools: list[dict[str, Any]] | None = Field(None, description="OpenAI tool definitions offered to the model.")
     stop: list[str] | None = Field(None, description="Stop sequences (a single string is accepted).")
+    structured: Literal["tools", "json_schema", "json_object"] | None = Field(
+        None, description="What the answer is decoded under: a tool-call grammar, a JSON Schema, any JSON object; null: free text.")
     headers: dict[str, str] = Field(default_factory=dict, description="Request headers; names are matched case-insensitively.")
     api_key: str | None = Field(None, description="The caller's API key, for per-key policy overrides.")
     request_id: str = Field(default_factory=lambda: uuid.uuid4().hex, description="Seeds the shadow-verification draw.")
@@ -54,7 +56,7 @@ class Decision(BaseModel):
     canvas: int | None = Field(..., description="Canvas size for block/verified (smallest that holds predicted_tokens); null for ar.")
     steps: int | None = Field(..., description="Denoising steps per canvas for block/verified; null for ar.")
     reason: str = Field(..., description="Human-readable explanation of the decision.")
-    rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, forced_model, forced_header, api_key, load.")
+    rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, forced_model, forced_header, api_key, load, constrained.")
     task: str = Field(..., description="Predicted task type.")
     predicted_tokens: int = Field(..., description="Predicted high-quantile (p90) answer length, capped by max_tokens.")
     confidence: float = Field(..., description="Calibrated probability of the predicted task type.")
@@ -63,6 +65,7 @@ class Decision(BaseModel):
     forced_by: Literal["model", "header", "api_key"] | None = Field(None, description="What forced the mode, if anything.")
     load_aware: bool = Field(False, description="Whether queue load moved the request off its first-choice mode.")
     request_id: str = Field("", description="The request's id.")
+    structured: Literal["tools", "json_schema", "json_object"] | None = Field(None, description="The request's output grammar, if any.")
 
     def headers(self) -> dict[str, str]:
         """Response headers the gateway adds."""
@@ -71,7 +74,7 @@ class Decision(BaseModel):
             "x-tandem-task": self.task,
             "x-tandem-policy-version": str(self.policy_version),
             "x-tandem-route-reason": self.rule,
-        }
+        } | ({"x-tandem-structured": self.structured} if self.structured else {})
 
 
 @dataclass(slots=True)

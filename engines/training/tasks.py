@@ -1,4 +1,4 @@
-"""The task suite the embedded model is trained and evaluated on: seven families of chat tasks.
+"""The task suite the embedded model is trained and evaluated on: eight families of chat tasks.
 
 Every item is generated from a seeded `random.Random`, so a suite is a pure function of
 (family, split, seed). The answer is a function of the prompt (no free choices), so a tiny
@@ -13,6 +13,9 @@ Families (answer lengths measured with the shipped tokenizer, see docs/model.md)
 - code      a one-line spec -> a short Python function
 - reason    add 8-25 small numbers, one running total per line (long, each line depends on the last)
 - write     a templated story or report of 5-10 paragraphs (long: more than one 256-token canvas)
+- tool      OpenAI-style tools in the chat template -> `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
+            per call, or a text answer from a tool result, or JSON with the keys the user names
+            (the items carry `tools`: render them with `apply_chat_template(messages, tools=item.tools)`)
 
 Splits: an item's split is a hash of its content key (the user message), so train, validation
 and test never share an item, whatever seed produced them.
@@ -28,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 SPLITS = ("train", "val", "test")
-SHORT_FAMILIES = ("extract", "classify", "summarize", "plan", "code")
+SHORT_FAMILIES = ("extract", "classify", "summarize", "plan", "code", "tool")
 LONG_FAMILIES = ("reason", "write")
 
 # --------------------------------------------------------------------------------------------
@@ -101,6 +104,7 @@ class TaskItem:
     key: str  # content key: the split is a hash of it, and items with equal keys are the same item
     meta: dict = field(default_factory=dict)  # what the family scorer needs (fields, facts, lines)
     output_tokens: int | None = None  # answer length in tokens, filled by `count_tokens`
+    tools: list[dict] | None = None  # OpenAI function definitions for the chat template's `tools` (family "tool")
 
     @property
     def prompt(self) -> str:
@@ -517,6 +521,653 @@ def _write(rng: random.Random) -> TaskItem:
 
 
 # --------------------------------------------------------------------------------------------
+# tool: OpenAI-style tool calling through the chat template's `tools`, and JSON with named keys
+#
+# Tools are OpenAI function definitions, {"name", "description", "parameters": JSON Schema}, as
+# agent frameworks (LangChain's bind_tools / with_structured_output) send them; the chat template
+# lists them in a system turn. When the model calls tools its whole answer is, for each call in
+# order, `<tool_call>{"name": NAME, "arguments": ARGS}</tool_call>` with ARGS =
+# json.dumps(arguments, ensure_ascii=False) in the order of the tool's `properties`: the same
+# bytes the template writes for an assistant turn's `tool_calls`. Item kinds:
+# - call      1-4 tools, a request one of them answers -> one call, arguments copied from the request
+# - parallel  a request that asks two things -> two calls in the order asked
+# - result    a finished tool round in the history (call + tool result) -> a short text answer from the result
+# - chat      tools given, none needed (greeting, thanks, a joke, or no tool for what is asked) -> text
+# - json      no tools; "answer as JSON with keys ..." -> a JSON object with exactly those keys, in that order
+
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+_TOOL_CALL_RE = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)" + re.escape(TOOL_CALL_CLOSE), re.DOTALL)
+
+
+def tool_call_text(calls: list[dict]) -> str:
+    """The model's answer for `calls` ([{"name", "arguments"}]): one `<tool_call>` block per call, nothing between."""
+    return "".join(
+        f'{TOOL_CALL_OPEN}{{"name": {json.dumps(c["name"])}, "arguments": {json.dumps(c["arguments"], ensure_ascii=False)}}}{TOOL_CALL_CLOSE}'
+        for c in calls
+    )
+
+
+def parse_tool_calls(text: str) -> list[dict] | None:
+    """The calls in `text` as [{"name", "arguments"}] (a block that is not valid JSON becomes
+    {"name": None, "arguments": None}); None when `text` has no `<tool_call>` block."""
+    blocks = _TOOL_CALL_RE.findall(text)
+    if not blocks:
+        return None
+    calls = []
+    for block in blocks:
+        try:
+            got = json.loads(block)
+        except json.JSONDecodeError:
+            got = None
+        if isinstance(got, dict):
+            calls.append({"name": got.get("name"), "arguments": got.get("arguments")})
+        else:
+            calls.append({"name": None, "arguments": None})
+    return calls
+
+
+# Values the requests mention (copied verbatim into the arguments)
+_US_PLACES = (
+    "San Francisco, CA", "New York, NY", "Boston, MA", "Austin, TX", "Seattle, WA", "Chicago, IL", "Denver, CO",
+    "Miami, FL", "Portland, OR", "Los Angeles, CA", "Phoenix, AZ", "Atlanta, GA", "Nashville, TN", "San Diego, CA",
+)
+_WORLD_PLACES = (
+    "Paris, France", "Tokyo, Japan", "London, UK", "Berlin, Germany", "São Paulo, Brazil", "Zürich, Switzerland",
+    "Kraków, Poland", "Sydney, Australia", "Cape Town, South Africa", "Toronto, Canada", "Mexico City, Mexico",
+    "Seoul, South Korea", "Reykjavík, Iceland", "Málaga, Spain",
+)
+_CJK = "你好啊世界中国北京上海天地科技集团公司电子网络银行商店茶书明月光华东方美食云海山水龙凤金星"
+_KANA = "こんにちはさくらやまかわみどりあおぞらトヨタソニーカメラパンケーキ"
+_LATIN_NAMES = (
+    "Zoë", "José García", "Müller GmbH", "Łukasz Nowak", "François Dupont", "Søren Holm", "Ærø Fisk", "Ñandú SA",
+    "Björk Guðmundsdóttir", "Çelik Ltd.", "Ångström AB", "Dvořák & Co", "Straße AG", "Renée Côté", "İstanbul Kebap",
+)
+_CUSTOMER_ADJ = ("Chinese", "Japanese", "German", "French", "small", "family-run", "local", "online", "new", "Swiss", "Polish", "Brazilian")
+_CUSTOMER_KIND = (
+    "technology company", "bakery", "bookshop", "law firm", "coffee roaster", "trading company", "design studio",
+    "shoe store", "tea house", "bank", "restaurant", "software startup", "car dealer", "flower shop",
+)
+_GLOSSES = ("Hello Group", "Sunrise Ltd", "Blue Sky", "Golden Star", "Mountain Water", "Good Food")
+_CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "CNY", "INR", "SEK")
+_TASKS_TODO = ("call mom", "buy milk", "water the plants", "send the report", "book the dentist", "pay the rent", "take out the trash", "call Sam back", "renew my passport", "stretch")
+_TIMES = ("5 pm", "9:30", "7am", "noon", "tomorrow at 8am", "18:45", "Friday at 10", "in 20 minutes", "3:15 pm")
+_ROOMS = ("kitchen", "living room", "bedroom", "office", "garage", "hallway", "bathroom", "porch")
+_SUBJECTS = ("Meeting tomorrow", "Invoice 4821", "Lunch on Friday", "Project update", "Quick question", "Trip plans", "Welcome!", "Your order")
+_BODIES = ("See you at 10.", "Please find the invoice attached.", "Are you free at noon?", "All tasks are done.", "Can we talk later today?", "Thanks for your help!", "The train leaves at 9.")
+_TICKERS = (("Apple", "AAPL"), ("Microsoft", "MSFT"), ("Tesla", "TSLA"), ("Nvidia", "NVDA"), ("Amazon", "AMZN"), ("Google", "GOOGL"), ("Netflix", "NFLX"), ("IBM", "IBM"))
+_RESTAURANTS = ("Luigi's", "The Green Fork", "Sakura", "Chez Marie", "Blue Moon Diner", "Casa Pepe", "Golden Dragon")
+_QUERIES = ("best pizza in Naples", "python list comprehension", "how to fix a flat tire", "cheap flights to Oslo", "LangChain tool calling", "history of the bicycle", "vegan lasagna recipe")
+_LANGUAGES = ("French", "Spanish", "German", "Italian", "Japanese", "Portuguese")
+_PHRASES = ("good morning", "thank you", "where is the station?", "I love this city", "see you tomorrow", "how much is it?")
+_DATES = ("2025-03-14", "2025-07-01", "2024-12-24", "May 3", "June 21", "next Friday", "tomorrow", "2025-11-09")
+_CONDITIONS = ("sunny", "cloudy", "rainy", "windy", "snowy", "foggy", "clear", "stormy")
+_JOKES = {
+    "cats": ("Why don't cats play poker in the jungle?", "Too many cheetahs."),
+    "dogs": ("What do you call a dog magician?", "A labracadabrador."),
+    "cows": ("Where do cows go for entertainment?", "The moo-vies."),
+    "computers": ("Why did the computer go to the doctor?", "It had a virus."),
+    "programmers": ("Why do programmers prefer dark mode?", "Because light attracts bugs."),
+    "fish": ("Why are fish so smart?", "They live in schools."),
+    "bears": ("What do you call a bear with no teeth?", "A gummy bear."),
+    "math": ("Why was six afraid of seven?", "Because seven ate nine."),
+    "coffee": ("Why did the coffee file a police report?", "It got mugged."),
+    "birds": ("Why do birds fly south for the winter?", "It's too far to walk."),
+    "bananas": ("Why did the banana go to the doctor?", "It wasn't peeling well."),
+    "ghosts": ("Why are ghosts bad liars?", "You can see right through them."),
+}
+
+
+def _location(rng: random.Random) -> str:
+    r = rng.random()
+    return rng.choice(_US_PLACES) if r < 0.4 else rng.choice(_WORLD_PLACES) if r < 0.7 else rng.choice(CITIES)
+
+
+def _unicode_name(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.3:
+        return "".join(rng.choice(_CJK) for _ in range(rng.randint(2, 4))) + rng.choice(["", "", "集团", "公司", "有限公司"])
+    if r < 0.5:
+        return "".join(rng.choice(_KANA) for _ in range(rng.randint(3, 5))) + rng.choice(["", "株式会社"])
+    if r < 0.75:
+        return rng.choice(_LATIN_NAMES)
+    return _full_name(rng) if rng.random() < 0.5 else f"{rng.choice(COMPANIES)} {rng.choice(['Inc.', 'Ltd', 'GmbH', 'LLC', 'Group'])}"
+
+
+def _email(rng: random.Random) -> str:
+    return f"{rng.choice(FIRST_NAMES).lower()}{rng.choice(['', '.', '_'])}{rng.choice(LAST_NAMES).lower().replace('ü', 'u')}@{rng.choice(COMPANIES).lower()}.com"
+
+
+def _amount(rng: random.Random) -> int | float:
+    return rng.choice([rng.randint(1, 999), rng.randint(1, 99) * 10, rng.randint(1, 500) + rng.randint(1, 9) / 10])
+
+
+# One tool the model can be given: its schema, the requests it answers, and what a call returns.
+# `ask(rng)` -> (request, arguments in `params` order); `reply(rng, args)` -> (tool result, final text answer).
+@dataclass(frozen=True)
+class _ToolSpec:
+    name: str
+    descriptions: tuple[str, ...]  # one is picked per item
+    params: tuple[tuple[str, dict, bool], ...]  # (name, JSON Schema of the value, required)
+    ask: Callable[[random.Random], tuple[str, dict]]
+    reply: Callable[[random.Random, dict], tuple[str, str]] | None = None
+    group: str = ""  # tools of one group are never offered together (two weather tools, say)
+
+
+def _ask_weather(rng: random.Random, with_unit: bool = True) -> tuple[str, dict]:
+    loc = _location(rng)
+    unit = rng.choice(["celsius", "fahrenheit"]) if with_unit and rng.random() < 0.3 else None
+    text = rng.choice(
+        [
+            "What is the weather in {loc}?", "What's the weather like in {loc}?", "what's the weather in {loc} today",
+            "How is the weather in {loc} right now?", "Is it raining in {loc}?", "Check the weather for {loc}.",
+            "Weather in {loc}?", "Tell me the current weather in {loc}.", "I'm heading to {loc}. What's the weather there?",
+            "Could you look up the weather in {loc} for me?", "What is the temperature in {loc}?",
+        ]
+    ).format(loc=loc)
+    if unit:
+        text = text.rstrip("?.") + rng.choice([f" in {unit}?", f"? Use {unit}.", f" ({unit}, please)?"])
+    return text, {"location": loc} | ({"unit": unit} if unit else {})
+
+
+def _reply_weather(rng: random.Random, args: dict) -> tuple[str, str]:
+    loc, cond, t = args["location"], rng.choice(_CONDITIONS), rng.randint(-5, 35)
+    unit = {"celsius": "°C", "fahrenheit": "°F"}.get(args.get("unit"), " degrees")
+    return rng.choice(
+        [
+            (f"It's {cond}.", f"It's {cond} in {loc}."),
+            (json.dumps({"condition": cond, "temperature": t}), f"It's {cond} and {t}{unit} in {loc}."),
+            (f"{cond}, {t}{unit}", f"It's {cond} and {t}{unit} in {loc}."),
+        ]
+    )
+
+
+def _ask_current_weather(rng: random.Random) -> tuple[str, dict]:
+    text, args = _ask_weather(rng)
+    unit = args.get("unit") or rng.choice(["celsius", "fahrenheit"])
+    if "unit" not in args:  # required here: the request states it
+        text = text.rstrip("?.") + rng.choice([f" in {unit}?", f"? Use {unit}.", f" ({unit}, please)?"])
+    return text, {"location": args["location"], "unit": unit}
+
+
+def _ask_magic(rng: random.Random) -> tuple[str, dict]:
+    n = rng.choice([rng.randint(0, 20), rng.randint(0, 999), -rng.randint(1, 50)])
+    text = rng.choice(
+        [
+            "What is the value of magic_function({n})? Use the tool.", "What is magic_function({n})?", "Call magic_function on {n}.",
+            "Use the tool to compute magic_function of {n}.", "Apply the magic function to {n}.", "what is the value of magic_function({n})",
+            "Please evaluate magic_function({n}) with the tool.",
+        ]
+    ).format(n=n)
+    return text, {"input": n}
+
+
+def _reply_magic(rng: random.Random, args: dict) -> tuple[str, str]:
+    r = args["input"] + 2
+    return str(r), rng.choice([f"The value of magic_function({args['input']}) is {r}.", f"magic_function({args['input']}) = {r}."])
+
+
+def _no_arg_ask(*texts: str) -> Callable[[random.Random], tuple[str, dict]]:
+    return lambda rng: (rng.choice(texts), {})
+
+
+def _ask_customer(rng: random.Random) -> tuple[str, dict]:
+    name = _unicode_name(rng)
+    desc = f"{rng.choice(['a', 'a', 'an old'])} {rng.choice(_CUSTOMER_ADJ)} {rng.choice(_CUSTOMER_KIND)}"
+    desc = desc.replace("a online", "an online")
+    gloss = f" ({rng.choice(_GLOSSES)})" if rng.random() < 0.25 else ""
+    text = rng.choice(
+        [
+            "Create a customer named '{name}'{gloss} - {desc}", "Create a customer named '{name}'{gloss} - {desc}.",
+            "Add a new customer called \"{name}\"{gloss}. Description: {desc}.", "Please register the customer '{name}'{gloss}: {desc}.",
+            "New customer: {name}{gloss}. Description: {desc}.", "Make a customer record for '{name}'{gloss}, description '{desc}'.",
+        ]
+    ).format(name=name, gloss=gloss, desc=desc)
+    return text, {"customer_name": name, "description": desc}
+
+
+def _reply_customer(rng: random.Random, args: dict) -> tuple[str, str]:
+    cid = rng.randint(100, 99999)
+    return rng.choice(
+        [
+            (f"Customer created with id {cid}.", f"I created the customer '{args['customer_name']}' (id {cid})."),
+            (json.dumps({"id": cid, "status": "created"}), f"Done: '{args['customer_name']}' is now customer {cid}."),
+        ]
+    )
+
+
+def _ask_flights(rng: random.Random) -> tuple[str, dict]:
+    a, b = rng.sample(CITIES, 2)
+    date = rng.choice(_DATES)
+    text = rng.choice(
+        [
+            "Find flights from {a} to {b} on {d}.", "Search for flights {a} to {b}, {d}.", "Are there any flights from {a} to {b} on {d}?",
+            "I need to fly from {a} to {b} on {d}. What are my options?", "Look up flights to {b} from {a} for {d}.",
+        ]
+    ).format(a=a, b=b, d=date)
+    return text, {"origin": a, "destination": b, "date": date}
+
+
+def _reply_flights(rng: random.Random, args: dict) -> tuple[str, str]:
+    code, price = f"{rng.choice(['LH', 'AF', 'BA', 'KL', 'IB', 'UA'])}{rng.randint(100, 999)}", rng.randint(60, 900)
+    return (
+        json.dumps([{"flight": code, "price": price}]),
+        f"The best flight from {args['origin']} to {args['destination']} on {args['date']} is {code} for {price}.",
+    )
+
+
+def _ask_email(rng: random.Random) -> tuple[str, dict]:
+    to, subject, body = _email(rng), rng.choice(_SUBJECTS), rng.choice(_BODIES)
+    text = rng.choice(
+        [
+            "Send an email to {to} with the subject '{s}' saying '{b}'", "Email {to}: subject \"{s}\", body \"{b}\".",
+            "Please send {to} an email. Subject: {s}. Body: {b}", "Write an email to {to} with subject '{s}' and the message '{b}'.",
+        ]
+    ).format(to=to, s=subject, b=body)
+    return text, {"to": to, "subject": subject, "body": body}
+
+
+def _reply_email(rng: random.Random, args: dict) -> tuple[str, str]:
+    return rng.choice(["Email sent.", "sent", json.dumps({"status": "sent"})]), f"I sent the email to {args['to']}."
+
+
+def _ask_order(rng: random.Random) -> tuple[str, dict]:
+    oid = rng.choice([f"ORD-{rng.randint(10000, 99999)}", f"A{rng.randint(1000, 99999)}", str(rng.randint(100000, 999999))])
+    text = rng.choice(
+        ["Where is my order {o}?", "Check the status of order {o}.", "Can you look up order {o}?", "What's happening with my order {o}? It hasn't arrived.",
+         "Order {o} - has it shipped yet?"]
+    ).format(o=oid)
+    return text, {"order_id": oid}
+
+
+def _reply_order(rng: random.Random, args: dict) -> tuple[str, str]:
+    status, day = rng.choice(["shipped", "delivered", "processing"]), rng.choice(DAYS)
+    answer = {"shipped": f"Order {args['order_id']} has shipped and should arrive on {day}.",
+              "delivered": f"Order {args['order_id']} was delivered on {day}.",
+              "processing": f"Order {args['order_id']} is still processing; it should ship on {day}."}[status]
+    return json.dumps({"status": status, "day": day}), answer
+
+
+def _ask_currency(rng: random.Random) -> tuple[str, dict]:
+    amount, (a, b) = _amount(rng), rng.sample(_CURRENCIES, 2)
+    text = rng.choice(["Convert {x} {a} to {b}.", "How much is {x} {a} in {b}?", "What's {x} {a} in {b}?", "Please convert {x} {a} into {b}."]).format(x=amount, a=a, b=b)
+    return text, {"amount": amount, "from": a, "to": b}
+
+
+def _reply_currency(rng: random.Random, args: dict) -> tuple[str, str]:
+    r = round(args["amount"] * rng.uniform(0.5, 1.5), 2)
+    return str(r), f"{args['amount']} {args['from']} is {r} {args['to']}."
+
+
+def _ask_reminder(rng: random.Random) -> tuple[str, dict]:
+    task, time_ = rng.choice(_TASKS_TODO), rng.choice(_TIMES)
+    text = rng.choice(["Remind me to {t} at {w}.", "Set a reminder for {w} to {t}.", "Can you remind me to {t}? Time: {w}.", "reminder: {t}, {w}"]).format(t=task, w=time_)
+    return text, {"text": task, "time": time_}
+
+
+def _reply_reminder(rng: random.Random, args: dict) -> tuple[str, str]:
+    return rng.choice(["Reminder set.", "ok", json.dumps({"ok": True})]), f"OK, I will remind you to {args['text']} at {args['time']}."
+
+
+def _ask_add(rng: random.Random) -> tuple[str, dict]:
+    a, b = rng.randint(0, 999), rng.randint(0, 999)
+    text = rng.choice(["What is {a} + {b}?", "What is {a} plus {b}?", "Add {a} and {b}.", "Use the tool to add {a} and {b}.", "what's {a}+{b}"]).format(a=a, b=b)
+    return text, {"a": a, "b": b}
+
+
+def _ask_multiply(rng: random.Random) -> tuple[str, dict]:
+    a, b = rng.randint(0, 99), rng.randint(0, 99)
+    text = rng.choice(["What is {a} * {b}?", "What is {a} times {b}?", "Multiply {a} by {b}.", "Use the tool to multiply {a} and {b}.", "what's {a}*{b}"]).format(a=a, b=b)
+    return text, {"a": a, "b": b}
+
+
+def _reply_arith(op: str) -> Callable[[random.Random, dict], tuple[str, str]]:
+    def reply(rng: random.Random, args: dict) -> tuple[str, str]:
+        r = args["a"] + args["b"] if op == "+" else args["a"] * args["b"]
+        return str(r), rng.choice([f"{args['a']} {op} {args['b']} = {r}.", f"The answer is {r}."])
+
+    return reply
+
+
+def _ask_lights(rng: random.Random) -> tuple[str, dict]:
+    room, on = rng.choice(_ROOMS), rng.random() < 0.5
+    word = "on" if on else "off"
+    text = rng.choice(["Turn {w} the lights in the {r}.", "Switch {w} the {r} light.", "Please turn the {r} lights {w}.", "{r} lights {w}"]).format(w=word, r=room)
+    return text, {"room": room, "on": on}
+
+
+def _reply_lights(rng: random.Random, args: dict) -> tuple[str, str]:
+    return rng.choice(["ok", "done", json.dumps({"ok": True})]), f"The {args['room']} lights are now {'on' if args['on'] else 'off'}."
+
+
+def _ask_translate(rng: random.Random) -> tuple[str, dict]:
+    phrase, lang = rng.choice(_PHRASES), rng.choice(_LANGUAGES)
+    text = rng.choice(["Translate '{p}' into {l}.", "How do you say \"{p}\" in {l}?", "Translate to {l}: {p}"]).format(p=phrase, l=lang)
+    return text, {"text": phrase, "target_language": lang}
+
+
+def _ask_stock(rng: random.Random) -> tuple[str, dict]:
+    company, ticker = rng.choice(_TICKERS)
+    text = rng.choice(["What is the stock price of {t}?", "How much is {c} ({t}) trading at?", "Get me the latest price for {t}.", "{t} stock price?"]).format(c=company, t=ticker)
+    return text, {"ticker": ticker}
+
+
+def _reply_stock(rng: random.Random, args: dict) -> tuple[str, str]:
+    p = round(rng.uniform(20, 900), 2)
+    return str(p), f"{args['ticker']} is trading at {p}."
+
+
+def _ask_table(rng: random.Random) -> tuple[str, dict]:
+    rest, n, time_ = rng.choice(_RESTAURANTS), rng.randint(1, 12), rng.choice(_TIMES)
+    text = rng.choice(["Book a table for {n} at {r} at {t}.", "Reserve {r} for {n} people, {t}.", "Can you get us a table at {r}? We are {n}, at {t}."]).format(n=n, r=rest, t=time_)
+    return text, {"restaurant": rest, "party_size": n, "time": time_}
+
+
+def _reply_table(rng: random.Random, args: dict) -> tuple[str, str]:
+    return rng.choice(["Confirmed.", json.dumps({"confirmed": True})]), f"Your table for {args['party_size']} at {args['restaurant']} at {args['time']} is booked."
+
+
+def _ask_search(rng: random.Random) -> tuple[str, dict]:
+    q = rng.choice(_QUERIES)
+    text = rng.choice(["Search the web for {q}.", "Look up {q} online.", "Can you search for \"{q}\"?", "google {q}"]).format(q=q)
+    return text, {"query": q}
+
+
+def _ask_joke(rng: random.Random) -> tuple[str, dict]:
+    topic = rng.choice(sorted(_JOKES))
+    setup, punchline = _JOKES[topic]
+    text = rng.choice(["Tell me a joke about {t}.", "Tell me a joke about {t}", "I want to hear a joke about {t}.", "Make me laugh with a joke about {t}."]).format(t=topic)
+    return text, {"setup": setup, "punchline": punchline}
+
+
+def _s(description: str | None = None, **extra) -> dict:
+    return {"type": "string", **extra} | ({"description": description} if description else {})
+
+
+def _i(description: str | None = None) -> dict:
+    return {"type": "integer"} | ({"description": description} if description else {})
+
+
+_TOOL_SPECS: tuple[_ToolSpec, ...] = (
+    _ToolSpec("get_weather", ("Get the current weather for a location.", "Get the weather in a given location.", "Look up the weather."),
+              (("location", _s("The city and state, e.g. San Francisco, CA"), True), ("unit", _s("Temperature unit", enum=["celsius", "fahrenheit"]), False)),
+              _ask_weather, _reply_weather, group="weather"),
+    _ToolSpec("get_current_weather", ("Get the current weather in a given location.",),
+              (("location", _s("The city and state, e.g. San Francisco, CA"), True), ("unit", _s(enum=["celsius", "fahrenheit"]), True)),
+              _ask_current_weather, _reply_weather, group="weather"),
+    _ToolSpec("magic_function", ("Applies a magic function to an input.",), (("input", _i(), True),), _ask_magic, _reply_magic, group="magic"),
+    _ToolSpec("magic_function_no_args", ("Calculates a magic function.",), (), _no_arg_ask("What is the value of magic_function_no_args()? Use the tool.", "Call magic_function_no_args.", "What does magic_function_no_args return?"),
+              lambda rng, a: (str(rng.randint(1, 9)), "The value of magic_function_no_args() is {}.")),
+    _ToolSpec("unicode_customer", ("Create a customer with a name and a description.", "Create a new customer record."),
+              (("customer_name", _s("The customer's name."), True), ("description", _s("What the customer does."), True)), _ask_customer, _reply_customer),
+    _ToolSpec("search_flights", ("Search for flights between two cities on a date.",),
+              (("origin", _s("Departure city"), True), ("destination", _s("Arrival city"), True), ("date", _s("Travel date"), True)), _ask_flights, _reply_flights),
+    _ToolSpec("send_email", ("Send an email.", "Send an email to a recipient."),
+              (("to", _s("Recipient email address"), True), ("subject", _s(), True), ("body", _s(), True)), _ask_email, _reply_email),
+    _ToolSpec("lookup_order", ("Look up the status of an order.", "Get an order by its id."), (("order_id", _s("The order id"), True),), _ask_order, _reply_order),
+    _ToolSpec("convert_currency", ("Convert an amount between currencies.",),
+              (("amount", {"type": "number"}, True), ("from", _s("ISO currency code"), True), ("to", _s("ISO currency code"), True)), _ask_currency, _reply_currency),
+    _ToolSpec("set_reminder", ("Set a reminder.", "Create a reminder for the user."), (("text", _s("What to remind about"), True), ("time", _s("When"), True)), _ask_reminder, _reply_reminder),
+    _ToolSpec("add", ("Adds a and b.", "Add two integers."), (("a", _i(), True), ("b", _i(), True)), _ask_add, _reply_arith("+"), group="add"),
+    _ToolSpec("multiply", ("Multiplies a and b.", "Multiply two integers together."), (("a", _i(), True), ("b", _i(), True)), _ask_multiply, _reply_arith("*"), group="multiply"),
+    _ToolSpec("set_light", ("Turn the lights in a room on or off.",), (("room", _s(), True), ("on", {"type": "boolean"}, True)), _ask_lights, _reply_lights),
+    _ToolSpec("translate_text", ("Translate text into another language.",),
+              (("text", _s(), True), ("target_language", _s(enum=list(_LANGUAGES)), True)), _ask_translate),
+    _ToolSpec("get_stock_price", ("Get the latest stock price for a ticker symbol.",), (("ticker", _s("e.g. AAPL"), True),), _ask_stock, _reply_stock),
+    _ToolSpec("book_table", ("Book a restaurant table.",),
+              (("restaurant", _s(), True), ("party_size", _i("Number of people"), True), ("time", _s(), True)), _ask_table, _reply_table),
+    _ToolSpec("web_search", ("Search the web.", "Search the internet for a query."), (("query", _s("The search query"), True),), _ask_search),
+    _ToolSpec("get_current_time", ("Get the current time.",), (), _no_arg_ask("What time is it?", "What's the time right now?", "Tell me the current time.", "what time is it now"),
+              lambda rng, a: (f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}", "It is {} now.")),
+    _ToolSpec("roll_dice", ("Roll a six-sided die.",), (), _no_arg_ask("Roll a die for me.", "Roll the dice!", "Can you roll a die?"),
+              lambda rng, a: (str(rng.randint(1, 6)), "You rolled a {}.")),
+    _ToolSpec("Joke", ("Joke to tell user.",),
+              (("setup", _s("The setup of the joke"), True), ("punchline", _s("The punchline to the joke"), True)), _ask_joke, group="joke"),
+)
+_TOOLS_BY_NAME = {t.name: t for t in _TOOL_SPECS}
+
+
+def _schema(spec: _ToolSpec, rng: random.Random, style: dict) -> dict:
+    """The OpenAI function definition of `spec` in one of the styles frameworks send: OpenAI's own
+    ({"type", "properties", "required"}) or pydantic's ({"properties", "required", "type"}, each
+    property's description first), with or without property descriptions and `required`."""
+    props = {}
+    for name, schema, _ in spec.params:
+        p = {k: v for k, v in schema.items() if k != "description" or style["descs"]}
+        if style["pydantic"] and "description" in p:
+            p = {"description": p["description"]} | {k: v for k, v in p.items() if k != "description"}
+        props[name] = p
+    required = [name for name, _, req in spec.params if req]
+    if style["pydantic"]:
+        parameters = {"properties": props} | ({"required": required} if required else {}) | {"type": "object"}
+    else:
+        parameters = {"type": "object", "properties": props} | ({"required": required} if required and style["required"] else {})
+    return {"name": spec.name, "description": rng.choice(spec.descriptions), "parameters": parameters}
+
+
+# Tools made up per item (names, parameters and requests from parts), so that the model learns to
+# read names and parameters from the schema rather than remember a few tools.
+_GEN_VERBS = ("get", "find", "create", "update", "delete", "list", "check", "cancel", "archive", "fetch")
+_GEN_NOUNS = ("user", "invoice", "ticket", "file", "note", "playlist", "account", "booking", "report", "device", "task", "project")
+_GEN_PARAMS = (
+    ("id", "integer"), ("{noun}_id", "integer"), ("name", "string"), ("email", "string"), ("title", "string"), ("limit", "integer"),
+    ("query", "string"), ("priority", "enum"), ("notify", "boolean"), ("owner", "string"), ("count", "integer"), ("tag", "string"),
+)
+_GEN_TITLES = ("Groceries", "Q3 plan", "Holiday photos", "Road trip", "Bug 1182", "Weekly sync", "Ideas", "Budget 2025")
+
+
+def _gen_value(rng: random.Random, kind: str):
+    if kind == "integer":
+        return rng.choice([rng.randint(1, 99), rng.randint(100, 99999)])
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "enum":
+        return rng.choice(["low", "medium", "high"])
+    return rng.choice([_full_name(rng), rng.choice(_GEN_TITLES), _email(rng), rng.choice(_QUERIES), rng.choice(PET_NAMES)])
+
+
+def _generated_tool(rng: random.Random) -> tuple[dict, str, dict]:
+    """(tool schema, request, arguments) of a made-up verb_noun tool with one to three parameters."""
+    verb, noun = rng.choice(_GEN_VERBS), rng.choice(_GEN_NOUNS)
+    name = f"{verb}_{noun}" if rng.random() < 0.8 else f"{verb}{noun.capitalize()}"
+    chosen = rng.sample(_GEN_PARAMS, rng.randint(1, 3))
+    props, args = {}, {}
+    for pname, kind in chosen:
+        pname = pname.format(noun=noun)
+        props[pname] = {"type": "string", "enum": ["low", "medium", "high"]} if kind == "enum" else {"type": kind}
+        args[pname] = _gen_value(rng, kind)
+    shown = [f"{k} {json.dumps(v) if isinstance(v, bool) else repr(v) if isinstance(v, str) and rng.random() < 0.5 else v}" for k, v in args.items()]
+    text = rng.choice(
+        [
+            "{Verb} the {noun} with {params}.", "Call {name} with {params}.", "Use {name}: {params}.", "Please {verb} the {noun} ({params}).",
+            "I need you to {verb} {a} {noun}, {params}.",
+        ]
+    ).format(Verb=verb.capitalize(), verb=verb, noun=noun, a="an" if noun[0] in "aeiou" else "a", name=name, params=_join_and(shown) if rng.random() < 0.5 else ", ".join(shown))
+    # a value shown as repr() must still be copied as the string itself: repr of these strings is '...'
+    tool = {"name": name, "description": f"{verb.capitalize()} {'an' if noun[0] in 'aeiou' else 'a'} {noun}.", "parameters": {"type": "object", "properties": props, "required": list(props)}}
+    return tool, text, args
+
+
+_SYSTEMS = (
+    "You are a helpful assistant.", "You are a helpful assistant that can use tools.", "You are an agent. Use the tools when they help.",
+    "You are a customer support assistant.", "Answer the user's questions. Call a tool when you need one.", "You are Tandem, a concise assistant.",
+)
+_GREETINGS = (("Hi!", "Hello! How can I help you today?"), ("Hello", "Hello! How can I help you today?"), ("hey there", "Hello! How can I help you today?"),
+              ("Good morning!", "Good morning! How can I help you today?"), ("Thanks!", "You're welcome!"), ("Thank you so much.", "You're welcome!"),
+              ("thx", "You're welcome!"), ("Who are you?", "I am a helpful assistant."), ("What is your name?", "I am a helpful assistant."),
+              ("Bye!", "Goodbye! Have a nice day."))
+_NO_TOOL = "Sorry, I don't have a tool for that."
+
+
+def _offer_tools(rng: random.Random, needed: list[str], exclude_groups: set[str] = frozenset()) -> list[_ToolSpec]:
+    """The needed tools plus 0-3 others (never two of one group), shuffled."""
+    taken = {_TOOLS_BY_NAME[n].group for n in needed if _TOOLS_BY_NAME[n].group} | set(exclude_groups)
+    pool = [t for t in _TOOL_SPECS if t.name not in needed and (not t.group or t.group not in taken)]
+    total = rng.choices([1, 2, 3, 4], [0.33, 0.37, 0.22, 0.08])[0]
+    extra = rng.sample(pool, max(0, total - len(needed)))
+    tools = [_TOOLS_BY_NAME[n] for n in needed] + extra
+    rng.shuffle(tools)
+    return tools
+
+
+def _history_prefix(rng: random.Random) -> list[dict]:
+    """Sometimes an earlier, finished exchange before the request."""
+    if rng.random() < 0.12:
+        hi, reply = rng.choice(_GREETINGS[:4])
+        return [{"role": "user", "content": hi}, {"role": "assistant", "content": reply}]
+    return []
+
+
+def _tool_item(kind: str, messages: list[dict], answer: str, tools: list[dict] | None, meta: dict) -> TaskItem:
+    key = json.dumps({"tools": tools, "messages": messages}, ensure_ascii=False)
+    return TaskItem("tool", messages, answer, key=key, meta={"kind": kind} | meta, tools=tools)
+
+
+def _json_keys_item(rng: random.Random) -> TaskItem:
+    """No tools: answer with a JSON object with exactly the keys asked for, in that order."""
+    r = rng.random()
+    if r < 0.4:
+        topic = rng.choice(sorted(_JOKES))
+        setup, punchline = _JOKES[topic]
+        keys = ["setup", "punchline"] if rng.random() < 0.8 else ["punchline", "setup"]
+        values = {"setup": setup, "punchline": punchline}
+        quoted = [f"'{k}'" for k in keys] if rng.random() < 0.6 else [f'"{k}"' for k in keys]
+        ask = rng.choice(
+            [
+                "Tell me a joke about {t}. Return the result as a JSON with {a} and {b} keys. Return nothing other than JSON.",
+                "Tell me a joke about {t}. Answer in JSON with the keys {a} and {b}.",
+                "Give me a joke about {t} as a JSON object with keys {a}, {b}. Only JSON.",
+                "Respond with JSON only ({a} and {b} keys): a joke about {t}.",
+            ]
+        ).format(t=topic, a=quoted[0], b=quoted[1])
+        fields = {k: values[k] for k in keys}
+    else:
+        first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+        values = {"name": f"{first} {last}", "age": rng.randint(18, 79), "city": rng.choice(CITIES), "company": rng.choice(COMPANIES),
+                  "role": rng.choice(ROLES), "email": _email(rng), "pet": rng.choice(PET_NAMES)}
+        sentences = {
+            "name": f"{first} {last}" + rng.choice([" is new here.", " signed up today.", " joined the club."]),
+            "age": rng.choice([f"{first} is {values['age']}.", f"Age: {values['age']}."]),
+            "city": rng.choice([f"{first} lives in {values['city']}.", f"City: {values['city']}."]),
+            "company": rng.choice([f"{first} works at {values['company']}.", f"Company: {values['company']}."]),
+            "role": rng.choice([f"{first} is a {values['role']}.", f"Role: {values['role']}."]),
+            "email": rng.choice([f"{first}'s email is {values['email']}.", f"Email: {values['email']}."]),
+            "pet": rng.choice([f"{first} has a pet called {values['pet']}.", f"Pet: {values['pet']}."]),
+        }
+        keys = ["name"] + rng.sample([k for k in values if k != "name"], rng.randint(1, 3))
+        if rng.random() < 0.3:
+            keys = rng.sample(keys, len(keys))
+        stated = [k for k in values if k in keys or rng.random() < 0.2]
+        body = " ".join(sentences[k] for k in stated)
+        quote = rng.choice(["'{}'", '"{}"', "{}"])
+        names = [quote.format(k) for k in keys]
+        listed = _join_and(names) if rng.random() < 0.5 else ", ".join(names)
+        ask = rng.choice(
+            [
+                "Answer in JSON with keys {k}.", "Return the result as a JSON with {k} keys. Return nothing other than JSON.",
+                "Give me a JSON object with the keys {k}.", "Reply with JSON only, keys: {k}.", "Output JSON with exactly these keys: {k}.",
+            ]
+        ).format(k=listed)
+        ask = _arrange(rng, ask, body)
+        fields = {k: values[k] for k in keys}
+    messages = ([{"role": "system", "content": rng.choice(_SYSTEMS[:1] + _SYSTEMS[5:])}] if rng.random() < 0.2 else []) + _user(ask)
+    return _tool_item("json", messages, json.dumps(fields, ensure_ascii=False), None, {"fields": fields})
+
+
+def _tool(rng: random.Random) -> TaskItem:
+    kind = rng.choices(["call", "generated", "parallel", "result", "chat", "json"], [0.36, 0.1, 0.08, 0.2, 0.12, 0.14])[0]
+    if kind == "json":
+        return _json_keys_item(rng)
+    style = {"pydantic": rng.random() < 0.4, "descs": rng.random() < 0.7, "required": rng.random() < 0.8}
+    system = [{"role": "system", "content": rng.choice(_SYSTEMS)}] if rng.random() < 0.35 else []
+    prefix = _history_prefix(rng)
+
+    def schemas(specs: list[_ToolSpec]) -> list[dict]:
+        return [_schema(t, rng, style) for t in specs]
+
+    if kind == "generated":
+        tool, text, args = _generated_tool(rng)
+        others = schemas(rng.sample(_TOOL_SPECS, rng.choices([0, 1, 2], [0.5, 0.35, 0.15])[0]))
+        tools = others + [tool]
+        rng.shuffle(tools)
+        calls = [{"name": tool["name"], "arguments": args}]
+        return _tool_item(kind, system + prefix + _user(text), tool_call_text(calls), tools, {"calls": calls})
+    if kind == "parallel":
+        if rng.random() < 0.5:
+            names = ["multiply", "add"] if rng.random() < 0.5 else ["add", "multiply"]
+            (t1, a1), (t2, a2) = (_TOOLS_BY_NAME[n].ask(rng) for n in names)
+            text = t1 + rng.choice([" Also, ", " And ", " Then "]) + t2[0].lower() + t2[1:]
+            calls = [{"name": names[0], "arguments": a1}, {"name": names[1], "arguments": a2}]
+        else:
+            spec = rng.choice([_TOOLS_BY_NAME[n] for n in ("get_weather", "get_stock_price", "lookup_order", "magic_function")])
+            (t1, a1), (t2, a2) = spec.ask(rng), spec.ask(rng)
+            if a1 == a2:
+                return _tool(rng)
+            text = t1 + rng.choice([" And ", " Also: ", " "]) + t2
+            calls = [{"name": spec.name, "arguments": a1}, {"name": spec.name, "arguments": a2}]
+        specs = _offer_tools(rng, list(dict.fromkeys(c["name"] for c in calls)))
+        return _tool_item(kind, system + prefix + _user(text), tool_call_text(calls), schemas(specs), {"calls": calls})
+
+    if kind == "chat":
+        r = rng.random()
+        if r < 0.45:
+            text, answer = rng.choice(_GREETINGS)
+            specs = _offer_tools(rng, [rng.choice([t.name for t in _TOOL_SPECS if t.group != "joke"])])
+        elif r < 0.7:
+            topic = rng.choice(sorted(_JOKES))
+            text = rng.choice(["Tell me a joke about {t}.", "Tell me a joke about {t}", "Do you know a joke about {t}?"]).format(t=topic)
+            answer = " ".join(_JOKES[topic])
+            specs = _offer_tools(rng, [rng.choice([t.name for t in _TOOL_SPECS if t.group != "joke"])], exclude_groups={"joke"})
+        else:  # asked for something no offered tool does
+            spec = rng.choice([t for t in _TOOL_SPECS if t.group != "joke"])
+            text, _ = spec.ask(rng)
+            others = [t.name for t in _TOOL_SPECS if t.name != spec.name and (not t.group or t.group != spec.group) and t.group != "joke"]
+            specs = _offer_tools(rng, [rng.choice(others)], exclude_groups={spec.group} if spec.group else set())
+            specs = [t for t in specs if t.name != spec.name]
+            answer = _NO_TOOL
+        return _tool_item(kind, system + prefix + _user(text), answer, schemas(specs), {"facts": [answer]})
+
+    spec = rng.choice([t for t in _TOOL_SPECS if kind == "call" or t.reply is not None])
+    text, args = spec.ask(rng)
+    specs = _offer_tools(rng, [spec.name])
+    calls = [{"name": spec.name, "arguments": args}]
+    if kind == "call":
+        return _tool_item(kind, system + prefix + _user(text), tool_call_text(calls), schemas(specs), {"calls": calls})
+    result, answer = spec.reply(rng, args)
+    if "{}" in answer:
+        answer = answer.format(result)
+    history = [
+        {"role": "user", "content": text},
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "tool", "name": spec.name, "content": result},
+    ]
+    return _tool_item(kind, system + prefix + history, answer, schemas(specs), {"facts": [answer]})
+
+
+def _score_tool(item: TaskItem, output: str) -> float:
+    """Tool calls: per call in order, half for the name and half for arguments equal to the
+    reference's (as parsed JSON), over the longer of the two lists; a text answer where calls were
+    wanted scores 0. JSON answers: half for exactly the keys in order, half for the share of equal
+    values. Text answers: 1.0 only when equal; 0 when the output calls a tool instead."""
+    kind = item.meta["kind"]
+    if "calls" in item.meta:
+        want, got = item.meta["calls"], parse_tool_calls(output)
+        if not got:
+            return 0.0
+        credit = sum(0.5 * (g["name"] == w["name"]) + 0.5 * (g["arguments"] == w["arguments"]) for g, w in zip(got, want))
+        return credit / max(len(want), len(got))
+    if kind == "json":
+        want = item.meta["fields"]
+        try:
+            got = json.loads(output)
+        except (json.JSONDecodeError, TypeError):
+            return 0.0
+        if not isinstance(got, dict):
+            return 0.0
+        return 0.5 * (list(got) == list(want)) + 0.5 * sum(got.get(k) == v for k, v in want.items()) / len(want)
+    return float(parse_tool_calls(output) is None and normalize(output) == normalize(item.answer))
+
+
+# --------------------------------------------------------------------------------------------
 # scorers shared by the long families
 
 
@@ -553,6 +1204,7 @@ FAMILIES: dict[str, Family] = {
         Family("summarize", _summarize, _score_summarize, False),
         Family("plan", _plan, _score_plan, False),
         Family("code", _code, _score_lines, False),
+        Family("tool", _tool, _score_tool, False),
         Family("reason", _reason, _score_lines, True),
         Family("write", _write, _score_sentences, True),
     )
@@ -601,4 +1253,5 @@ def sample_item(family: str, rng: random.Random, split: str = "train") -> TaskIt
 __all__ = [
     "FAMILIES", "SHORT_FAMILIES", "LONG_FAMILIES", "SPLITS", "Family", "TaskItem", "Score",
     "generate_suite", "iter_items", "sample_item", "score", "normalize", "split_of", "line_accuracy",
+    "tool_call_text", "parse_tool_calls", "TOOL_CALL_OPEN", "TOOL_CALL_CLOSE",
 ]

@@ -41,6 +41,7 @@ from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion, Dynamic
 from engines.defaults import CANVAS_SIZES
 from engines.training.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
 
+OPT_IN_FAMILIES = ("tool",)  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
 STATE_FILE = "train_state.pt"  # optimizer + step + model state for --resume (never shipped)
 LOG_FILE = "train_log.jsonl"
 
@@ -73,10 +74,14 @@ class TrainConfig:
     self_cond_prob: float = 0.5  # batches trained with a self-conditioning pass
     t_floor: float = 0.05  # lowest corruption rate
     family_weights: dict = field(default_factory=lambda: {"extract": 1.5, "classify": 0.3, "summarize": 0.6, "plan": 1.5, "code": 0.8, "reason": 1.0, "write": 1.0})
+    # Families in OPT_IN_FAMILIES train only when `family_weights` names them (older configs replay the same batches).
+    tool_batch_prob: float = 0.0  # share of all steps that train the "tool" family alone (its prompts are long; 0: it mixes into short steps)
+    batch_tool: int = 16  # rows per batch of a tool step
     # progress
     log_every: int = 20  # steps
     eval_every_s: float = 300.0  # held-out exact-match check
     eval_items: int = 4  # per short family (plus 1 per long family, AR only)
+    eval_items_by_family: dict = field(default_factory=dict)  # per-family overrides of `eval_items`, e.g. {"tool": 12}
     ckpt_every_s: float = 300.0
     ckpt_every_steps: int | None = None  # for tests: checkpoint on a step count instead
 
@@ -103,16 +108,23 @@ def softcap(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
     return logits if cap is None else torch.tanh(logits / cap) * cap
 
 
-def encode_prompt(tokenizer, messages: list[dict]) -> list[int]:
-    """Chat-template the messages (BOS included by the template) and add the model-turn opener."""
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+def encode_prompt(tokenizer, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
+    """Chat-template the messages (and `tools`, OpenAI function definitions; BOS included by the
+    template) and add the model-turn opener."""
+    kwargs = {"tools": tools} if tools else {}
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 def encode_item(tokenizer, item: TaskItem) -> tuple[list[int], list[int]]:
     """(prompt ids, answer ids + EOS)."""
     answer = tokenizer(item.answer, add_special_tokens=False)["input_ids"]
-    return encode_prompt(tokenizer, item.messages), answer + [tokenizer.eos_token_id]
+    return encode_prompt(tokenizer, item.messages, item.tools), answer + [tokenizer.eos_token_id]
+
+
+def family_weight(cfg: TrainConfig, family: str) -> float:
+    """The sampling weight of `family`: its `family_weights` entry; 1.0 if absent, 0.0 for an absent OPT_IN family."""
+    return cfg.family_weights.get(family, 0.0 if family in OPT_IN_FAMILIES else 1.0)
 
 
 def corrupt(clean: torch.Tensor, t: torch.Tensor, vocab_size: int, gen: torch.Generator) -> torch.Tensor:
@@ -137,14 +149,23 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
     rng = random.Random(f"{cfg.seed}/batch/{step}")
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     long_step = rng.random() < cfg.long_batch_prob
-    families = LONG_FAMILIES if long_step else SHORT_FAMILIES
-    weights = [cfg.family_weights.get(f, 1.0) for f in families]
+    # Tool steps (drawn only when configured, so older configs replay their batches): the tool
+    # family's prompts carry tool schemas (~300 tokens), and every row is padded to the longest
+    # context, so mixing them into short steps would make every short step several times longer.
+    tool_step = not long_step and cfg.tool_batch_prob > 0 and rng.random() < cfg.tool_batch_prob / (1 - cfg.long_batch_prob)
+    if long_step:
+        families = LONG_FAMILIES
+    elif tool_step:
+        families = ("tool",)
+    else:
+        families = tuple(f for f in SHORT_FAMILIES if not (cfg.tool_batch_prob > 0 and f == "tool"))
+    weights = [family_weight(cfg, f) for f in families]
     if long_step:
         size, k = CANVAS_SIZES[-1], rng.choices(range(3), cfg.long_chunk_probs)[0]
         rows = cfg.batch_long
     else:
         size, k = rng.choices(CANVAS_SIZES, cfg.short_canvas_probs)[0], 0
-        rows = cfg.batch_short
+        rows = cfg.batch_tool if tool_step else cfg.batch_short
     picked, offsets = [], []
     while len(picked) < rows:
         family = rng.choices(families, weights)[0]
@@ -327,7 +348,7 @@ def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = (
     model.eval()
     results: dict[str, dict[str, list[bool]]] = {}
     for item in items:
-        prompt = encode_prompt(tokenizer, item.messages)
+        prompt = encode_prompt(tokenizer, item.messages, item.tools)
         n = item.output_tokens or item.count_tokens(tokenizer)
         for mode in modes:
             if mode == "block" and FAMILIES[item.family].long and not long_block:
@@ -378,7 +399,9 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f} M parameters, vocab {len(tokenizer)}, {cfg.threads} thread(s)", flush=True)
 
-    eval_items = generate_suite(cfg.eval_items, "val", cfg.seed, SHORT_FAMILIES) + generate_suite(1, "val", cfg.seed, LONG_FAMILIES)
+    eval_items = [
+        item for f in SHORT_FAMILIES if family_weight(cfg, f) > 0 for item in generate_suite(cfg.eval_items_by_family.get(f, cfg.eval_items), "val", cfg.seed, (f,))
+    ] + generate_suite(1, "val", cfg.seed, LONG_FAMILIES)
     log = open(out / LOG_FILE, "a")
     t0 = time.time()
     last_eval = last_ckpt = t0
@@ -453,9 +476,44 @@ def main(args: argparse.Namespace) -> int:
         out=args.out, seed=args.seed, minutes=args.minutes, threads=args.threads, init=args.init,
         steps=getattr(args, "steps", None), lr=args.lr, warmup=args.warmup, decay_frac=args.decay_frac,
     )
+    # Options only `python -m engines.training.train` takes (the `tandem train` CLI keeps the defaults).
+    if getattr(args, "family_weights", None):
+        cfg.family_weights = json.loads(args.family_weights)
+    for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items"):
+        if getattr(args, name, None) is not None:
+            setattr(cfg, name, getattr(args, name))
+    if getattr(args, "eval_items_by_family", None):
+        cfg.eval_items_by_family = json.loads(args.eval_items_by_family)
     summary = train(cfg, resume=args.resume)
     print(f"done: step {summary['step']}, checkpoint in {cfg.out}", flush=True)
     return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """`tandem train`'s options plus the family mix and tool steps (used for the stage-3 tool fine-tune)."""
+    p = argparse.ArgumentParser(prog="python -m engines.training.train", description=__doc__.split("\n")[0])
+    p.add_argument("--out", default="runs/tandem-tiny", help="run directory: checkpoint, train_state.pt, train_log.jsonl")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--minutes", type=float, default=90.0, help="wall-clock budget, counted across resumes")
+    p.add_argument("--steps", type=int, default=None, help="step budget (default: the --minutes budget alone)")
+    p.add_argument("--init", default=None, help="start from this checkpoint directory instead of from scratch")
+    p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
+    p.add_argument("--warmup", type=int, default=100, help="linear warm-up steps")
+    p.add_argument("--decay-frac", type=float, default=0.15, help="final share of the run with linear lr decay to 10%%")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--family-weights", default=None, help='JSON object, e.g. \'{"extract": 1.5, "tool": 2.0}\' (replaces the default mix)')
+    p.add_argument("--tool-batch-prob", type=float, default=None, help="share of steps that train the tool family alone (default 0: mixed into short steps)")
+    p.add_argument("--batch-tool", type=int, default=None, help="rows per tool step (default 16)")
+    p.add_argument("--long-batch-prob", type=float, default=None, help="share of steps that train the long families (default 0.2)")
+    p.add_argument("--eval-every-s", type=float, default=None, help="seconds between held-out checks (default 300)")
+    p.add_argument("--eval-items", type=int, default=None, help="held-out items per short family in each check (default 4)")
+    p.add_argument("--eval-items-by-family", default=None, help='JSON object of per-family overrides, e.g. \'{"tool": 12}\'')
+    return p
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(parser().parse_args()))
 
 
 __all__ = ["TrainConfig", "train", "make_batch", "losses", "canvas_size_for", "n_canvases", "corrupt", "evaluate", "greedy_ar", "block_decode", "main"]
