@@ -22,11 +22,18 @@ import torch
 
 from engines.errors import InvalidRequestError
 
-# With this few tokens left of max_new_tokens, a constrained answer is steered to close: among the
-# tokens the grammar allows, the end of the answer wins, then (inside a JSON string) a token that
-# ends the string, then closing brackets. A model that never ends a string would otherwise be cut
-# mid-JSON; this way it ends as valid JSON (finish_reason "length": it was shortened).
-CLOSING_TOKENS = 24
+# In the last tokens of max_new_tokens (CLOSING_SHARE of them, at most CLOSING_TOKENS), a
+# constrained answer is steered to close: among the tokens the grammar allows, the end of the
+# answer wins, then (inside a JSON string) a token that ends the string, then closing brackets,
+# then the shortest values (a digit, an empty string, true/false/null). A model that never ends a
+# string would otherwise be cut mid-JSON; this way it ends as valid JSON (finish_reason "length":
+# it was shortened).
+CLOSING_TOKENS = 64
+CLOSING_SHARE = 0.5
+
+
+def closing_window(max_new_tokens: int) -> int:
+    return min(CLOSING_TOKENS, max(8, int(max_new_tokens * CLOSING_SHARE)))
 
 
 def grammar_problems(grammar: str) -> list[str]:
@@ -51,18 +58,22 @@ class GrammarTokenizer:
         self.close_outside, self.close_inside = torch.zeros(model_vocab_size), torch.zeros(model_vocab_size)
         for t, text in enumerate(self.texts):
             if text.strip() and all(ch in "]} " for ch in text):
-                self.close_outside[t] = text.count("]") + text.count("}")
+                self.close_outside[t] = 2 + text.count("]") + text.count("}")
+            elif text.strip() in ("0", "1", '""', '"', "true", "false", "null"):
+                self.close_outside[t] = 1
             if text.startswith('"') and all(ch in '"]}, ' for ch in text[1:]):
                 self.close_inside[t] = 10 + text.count("]") + text.count("}")
         eos = self.tokenizer.eos_token
         self.close_outside[eos] = self.close_inside[eos] = 100
 
-    def constraint(self, grammar: str) -> "TokenConstraint":
+    def constraint(self, grammar: str, max_new_tokens: int) -> "TokenConstraint":
         problems = grammar_problems(grammar)
         if problems:
             raise InvalidRequestError(f"the output grammar cannot be used: {'; '.join(problems)}", param="response_format",
                                       code="invalid_grammar")
-        return TokenConstraint(llguidance.LLMatcher(self.tokenizer, grammar, log_level=0), self)
+        constraint = TokenConstraint(llguidance.LLMatcher(self.tokenizer, grammar, log_level=0), self)
+        constraint.window = closing_window(max_new_tokens)
+        return constraint
 
 
 class TokenConstraint:
@@ -75,6 +86,7 @@ class TokenConstraint:
         self.vocab_size = vocab.tokenizer.vocab_size
         self.bitmask = llguidance.torch.allocate_token_bitmask(1, self.vocab_size)  # (1, ceil(V / 32)) int32
         self.closed_early = False  # the answer was steered to close because max_new_tokens ran out
+        self.window = CLOSING_TOKENS  # set per request: closing_window(max_new_tokens)
         self._string = [(False, False)]  # (inside a JSON string, after a backslash), per token consumed
 
     def mask_(self, logits: torch.Tensor, tokens_left: int | None = None) -> torch.Tensor:
@@ -85,7 +97,7 @@ class TokenConstraint:
         llguidance.torch.apply_token_bitmask_inplace(view, self.bitmask.to(logits.device))
         if logits.shape[0] > self.vocab_size:
             logits[self.vocab_size :] = float("-inf")  # padding rows of the embedding are never text
-        if tokens_left is not None and tokens_left <= CLOSING_TOKENS:
+        if tokens_left is not None and tokens_left <= self.window:
             bonus = (self.vocab.close_inside if self._string[-1][0] else self.vocab.close_outside)[: logits.shape[0]]
             bonus = bonus.to(logits.device)
             if bool(torch.isfinite(logits[bonus > 0]).any()):

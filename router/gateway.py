@@ -28,13 +28,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from engines.defaults import DEFAULT_MAX_TOKENS
 from engines.errors import EngineUnavailableError, TandemError, UnprocessableError
 from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
-from router.openai_api import (DONE, assistant_message, chat_chunk, chat_response, completion_chunk, completion_response, new_id,
-                               sse, usage)
+from router.answers import closing_chunks, delta_chunks, whole_answer
+from router.openai_api import DONE, chat_chunk, new_id, sse
 from router.calls import Call
 from router.routing_view import RoutingView, Ticket
 from router.schemas import check_off_loop
 from router.telemetry import engine_span
-from router.tool_calls import CallReader, read_answer
+from router.tool_calls import CallReader
 
 log = logging.getLogger("tandem.gateway")
 
@@ -90,6 +90,7 @@ class Gateway:
             import redis
 
             self.redis = redis.Redis.from_url(redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        self.key_prefix = key_prefix
         self.decisions_stream = f"{key_prefix}decisions"
         self.decisions_log = DecisionsLogSettings.model_validate(decisions_log or {})  # default: no prompt text, 7 days, 64 MiB
         self.admin_token = os.environ.get(admin_token_env) or None
@@ -146,15 +147,7 @@ class Gateway:
             await self._check_content(call, result)
             self._finish(call, gen, result, mode, degraded, decision, started)
             out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
-            tandem = self._tandem(decision, result, mode, degraded)
-            usage_ = usage(result.stats.prompt_tokens, result.stats.output_tokens)
-            if not call.chat:
-                return JSONResponse(completion_response(call.request_id, call.model, result.text, result.finish_reason, usage_, tandem),
-                                    headers=out_headers)
-            content, calls = read_answer(result.text, bool(call.output.callable))
-            finish = "tool_calls" if calls and result.finish_reason == "stop" else result.finish_reason
-            message = assistant_message(content, [c.openai() for c in calls])
-            return JSONResponse(chat_response(call.request_id, call.model, message, finish, usage_, tandem), headers=out_headers)
+            return JSONResponse(whole_answer(call, result, self._tandem(decision, result, mode, degraded)), headers=out_headers)
 
     async def _check_content(self, call: Call, result: GenerationResult) -> None:
         """The grammar makes a finished JSON answer parse and validate; this guard says so loudly
@@ -241,16 +234,15 @@ class Gateway:
             item = first
             while item is not None:
                 if isinstance(item, str):
-                    for chunk in self._delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
+                    for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
                         yield chunk
                 elif isinstance(item, GenerationResult):
                     finished = True
                     self._finish(call, dataclasses.replace(call.gen, mode=mode), item, mode, degraded, decision, started)
-                    for chunk in self._delta_chunks(call, created, reader.finish()):
+                    for chunk in delta_chunks(call, created, reader.finish()):
                         yield chunk
-                    if reader.calls and item.finish_reason == "stop":
-                        item = dataclasses.replace(item, finish_reason="tool_calls")
-                    for chunk in self._closing_chunks(call, created, item, decision, mode, degraded):
+                    finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
+                    for chunk in closing_chunks(call, created, finish, item, self._tandem(decision, item, mode, degraded)):
                         yield chunk
                     break
                 elif isinstance(item, TandemError):
@@ -268,35 +260,6 @@ class Gateway:
             self.view.returned(ticket, ok=finished)
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
         yield DONE
-
-    def _delta_chunks(self, call: Call, created: int, events: list[tuple]) -> list[str]:
-        """CallReader events as chunks: content deltas; a tool call's index, id and name, then its
-        argument fragments (OpenAI's streaming shape)."""
-        out, rid, model = [], call.request_id, call.model
-        for event in events:
-            if not call.chat:
-                out.append(completion_chunk(rid, model, created, event[1]))
-            elif event[0] == "content":
-                out.append(chat_chunk(rid, model, created, delta={"content": event[1]}))
-            elif event[0] == "call":
-                c = event[1]
-                out.append(chat_chunk(rid, model, created, delta={"tool_calls": [
-                    {"index": c.index, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}]}))
-            else:
-                out.append(chat_chunk(rid, model, created, delta={"tool_calls": [{"index": event[1], "function": {"arguments": event[2]}}]}))
-        return out
-
-    def _closing_chunks(self, call: Call, created: int, result: GenerationResult, decision, mode: str, degraded: bool) -> list[str]:
-        tandem = self._tandem(decision, result, mode, degraded)
-        rid, model = call.request_id, call.model
-        if call.chat:
-            out = [chat_chunk(rid, model, created, delta={}, finish_reason=result.finish_reason, tandem=tandem)]
-        else:
-            out = [completion_chunk(rid, model, created, "", finish_reason=result.finish_reason, tandem=tandem)]
-        if call.include_usage:
-            u = usage(result.stats.prompt_tokens, result.stats.output_tokens)
-            out.append(chat_chunk(rid, model, created, delta={}, usage_=u) if call.chat else completion_chunk(rid, model, created, "", usage_=u))
-        return out
 
     # ---- outcome: stats, metrics, shadow verification, decision log ---------------------------------------
 

@@ -12,12 +12,13 @@ class (router.app); nothing is created or connected until `Gateway.__init__` run
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from engines.errors import (
@@ -35,6 +36,9 @@ from router.calls import chat_call, completion_call
 from router.gateway import MAX_BODY_BYTES, MODELS, Gateway, replica_gateway as gateway
 from router.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
 from router.schemas import check_off_loop
+from router.responses_api import ResponsesRequest, chat_request, new_response_id, to_response
+from router.responses_events import ResponseEvents, translate_stream
+from router.responses_store import ResponseStore, conversation_items, history_for, stores
 from router.structured import output_spec
 
 log = logging.getLogger("tandem.gateway")
@@ -219,6 +223,33 @@ async def model(model_id: str):
 async def chat_completions(body: ChatCompletionRequest, request: Request, gw: Gateway = Depends(gateway)):
     output = await check_off_loop(output_spec, body)
     return await gw.serve(chat_call(body, dict(request.headers), output), dict(request.headers))
+
+
+@api.post("/v1/responses")
+async def responses(body: ResponsesRequest, request: Request, gw: Gateway = Depends(gateway)):
+    """The Responses API, served by the chat path: items in, items (and Responses events) out.
+    With Redis configured, conversations are kept (a TTL) for `previous_response_id`."""
+    store = ResponseStore(gw.redis, prefix=f"{gw.key_prefix}response:") if gw.redis is not None else None
+    history = await asyncio.to_thread(history_for, body, store)
+    chat = chat_request(body, history)
+    output = await check_off_loop(output_spec, chat)
+    headers, response_id = dict(request.headers), new_response_id()
+    answer = await gw.serve(chat_call(chat, headers, output), headers)
+    decision = {k: v for k, v in answer.headers.items() if k.startswith("x-tandem-")}
+    if not body.stream:
+        response = to_response(json.loads(answer.body), body, response_id)
+        if stores(body, store):
+            await asyncio.to_thread(store.save, response_id, conversation_items(body, history, response))
+        return JSONResponse(response, headers=decision)
+    events = ResponseEvents(body, response_id)
+
+    async def sse():
+        async for event in translate_stream(answer.body_iterator, events):
+            yield event
+        if stores(body, store) and events.response and events.response["status"] != "failed":
+            await asyncio.to_thread(store.save, response_id, conversation_items(body, history, events.response))
+
+    return StreamingResponse(sse(), media_type="text/event-stream", headers=decision)
 
 
 @api.post("/v1/completions")
