@@ -25,7 +25,7 @@ from engines.errors import InvalidRequestError
 # In the last tokens of max_new_tokens (CLOSING_SHARE of them, at most CLOSING_TOKENS), a
 # constrained answer is steered to close: among the tokens the grammar allows, the end of the
 # answer wins, then (inside a JSON string) a token that ends the string, then closing brackets,
-# then the shortest values (a digit, an empty string, true/false/null). A model that never ends a
+# then a comma, then the shortest values (a digit, an empty string, true/false/null). A model that never ends a
 # string would otherwise be cut mid-JSON; this way it ends as valid JSON (finish_reason "length":
 # it was shortened).
 CLOSING_TOKENS = 64
@@ -59,9 +59,11 @@ class GrammarTokenizer:
         for t, text in enumerate(self.texts):
             if text.strip() and all(ch in "]} " for ch in text):
                 self.close_outside[t] = 2 + text.count("]") + text.count("}")
+            elif text.strip() == ",":  # ends a value when the object still needs keys: beats starting another value
+                self.close_outside[t] = 1.5
             elif text.strip() in ("0", "1", '""', '"', "true", "false", "null"):
                 self.close_outside[t] = 1
-            if text.startswith('"') and all(ch in '"]}, ' for ch in text[1:]):
+            if text.startswith('"') and all(ch in ']} ' for ch in text[1:]):
                 self.close_inside[t] = 10 + text.count("]") + text.count("}")
         eos = self.tokenizer.eos_token
         self.close_outside[eos] = self.close_inside[eos] = 100

@@ -63,16 +63,24 @@ class EngineDeployment:
     async def generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
         try:
             self._check_mode(request)
-            return await self.scheduler.submit(request)
+            return await self._with_logprobs(request, await self.scheduler.submit(request))
         except TandemError as exc:
             return exc
+
+    async def _with_logprobs(self, request: GenerationRequest, result: GenerationResult) -> GenerationResult:
+        """Logprobs, when asked, from one encoder pass over the finished answer (off the scheduler)."""
+        import asyncio
+
+        if request.logprobs is not None:
+            result.logprobs = await asyncio.to_thread(self.engine.logprobs, request, result.token_ids, request.logprobs)
+        return result
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult | TandemError]:
         """Text deltas, then the GenerationResult (or a TandemError in place of either)."""
         try:
             self._check_mode(request)
             async for item in self.scheduler.stream(request):
-                yield item
+                yield await self._with_logprobs(request, item) if isinstance(item, GenerationResult) else item
         except TandemError as exc:
             yield exc
 

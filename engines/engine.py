@@ -111,6 +111,9 @@ class DiffusionEngine:
         if req.grammar is not None and (req.mode == "block" or not isinstance(req.grammar, str)):
             raise InvalidRequestError("block mode cannot decode under a grammar (JSON schema, tools): use verified or ar mode",
                                       param="response_format", code="unsupported_mode")
+        if req.logprobs is not None and (req.mode == "block" or not isinstance(req.logprobs, int) or not 0 <= req.logprobs <= 20):
+            raise InvalidRequestError("logprobs need ar or verified mode (block mode's tokens are not drawn from the AR "
+                                      "distribution) and 0 to 20 top_logprobs", param="logprobs", code="unsupported_mode")
         params = self.block_params(req) if req.mode != "ar" else None
         if params is not None:
             limit = self.config.canvas_length
@@ -191,6 +194,34 @@ class DiffusionEngine:
         choice = logits[0, len(prompt) - 1 : -1].argmax(-1)  # AR choice for every answer position
         agree = (choice == torch.tensor(answer_ids, device=choice.device)).long().cumprod(-1)
         return int(agree.sum())
+
+    def logprobs(self, request: GenerationRequest, answer_ids: list[int], top: int) -> list[dict]:
+        """Each answer token's log-probability under the model's AR distribution (before
+        temperature and grammar), with the `top` most likely tokens: one encoder pass over prompt +
+        answer. In AR and verified mode every token was chosen from exactly that distribution."""
+        import torch
+
+        from engines.batch import SequenceBatch
+
+        prompt = self.prompt_ids(request)
+        if not answer_ids:
+            return []
+        batch = SequenceBatch(self.model, 1, self.model.device)
+        with torch.inference_mode():
+            logits = batch.encode(torch.tensor([prompt + answer_ids], device=self.model.device), logits="all")  # (1, L, V)
+        logp = torch.log_softmax(logits[0, len(prompt) - 1 : -1].float(), dim=-1)  # (A, V)
+        chosen = logp.gather(-1, torch.tensor(answer_ids, device=logp.device)[:, None])[:, 0].tolist()
+        best = logp.topk(top, dim=-1) if top else None
+
+        def entry(token_id: int, value: float) -> dict:
+            text = self.tokenizer.decode([token_id])
+            return {"token": text, "logprob": round(value, 6), "bytes": list(text.encode("utf-8"))}
+
+        out = []
+        for i, (token_id, value) in enumerate(zip(answer_ids, chosen)):
+            tops = [entry(int(t), float(v)) for v, t in zip(best.values[i], best.indices[i])] if best is not None else []
+            out.append(entry(token_id, value) | {"top_logprobs": tops})
+        return out
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         return self.generate_batch([request])[0]

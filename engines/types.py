@@ -25,6 +25,7 @@ class GenerationRequest:
     # An llguidance grammar (serialized) the answer must follow: JSON Schema, tool calls. AR and
     # verified mode decode under its token mask; block mode refuses it (engines.constraint).
     grammar: str | None = None
+    logprobs: int | None = None  # None: none; k >= 0: each output token's log-probability and the k most likely (AR distribution)
     mode: Mode = "block"  # block: diffusion canvases; verified: diffusion drafts checked by AR; ar: token by token
     max_new_tokens: int = DEFAULT_MAX_TOKENS  # hard cap on output tokens (finish_reason "length" when hit)
     # Sampling. temperature 0 is greedy (argmax) in AR and verified modes; block mode always samples its
@@ -127,3 +128,5 @@ class GenerationResult:
     token_ids: list[int]  # output tokens, stop token excluded
     finish_reason: FinishReason
     stats: DecodeStats
+    # per output token, when asked: {"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}
+    logprobs: list[dict] | None = None

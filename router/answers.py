@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from engines.types import GenerationResult
 from router.calls import Call
-from router.openai_api import assistant_message, chat_chunk, chat_response, completion_chunk, completion_response, usage
+from router.openai_api import (assistant_message, chat_chunk, chat_logprobs, chat_response, completion_chunk, completion_logprobs,
+                               completion_response, usage)
 from router.tool_calls import read_answer
 
 
@@ -20,11 +21,12 @@ def result_usage(result: GenerationResult) -> dict:
 def whole_answer(call: Call, result: GenerationResult, tandem: dict) -> dict:
     """The response body of a non-streamed request."""
     if not call.chat:
-        return completion_response(call.request_id, call.model, result.text, result.finish_reason, result_usage(result), tandem)
+        return completion_response(call.request_id, call.model, result.text, result.finish_reason, result_usage(result), tandem,
+                                   completion_logprobs(result.logprobs))
     content, calls = read_answer(result.text, bool(call.output.callable))
     finish = "tool_calls" if calls and result.finish_reason == "stop" else result.finish_reason
     message = assistant_message(content, [c.openai() for c in calls])
-    return chat_response(call.request_id, call.model, message, finish, result_usage(result), tandem)
+    return chat_response(call.request_id, call.model, message, finish, result_usage(result), tandem, chat_logprobs(result.logprobs))
 
 
 def delta_chunks(call: Call, created: int, events: list[tuple]) -> list[str]:
@@ -45,12 +47,14 @@ def delta_chunks(call: Call, created: int, events: list[tuple]) -> list[str]:
 
 
 def closing_chunks(call: Call, created: int, finish_reason: str, result: GenerationResult, tandem: dict) -> list[str]:
-    """The finish_reason chunk (with the `tandem` object), then usage when stream_options asks."""
+    """The finish_reason chunk (with the `tandem` object, and every token's logprobs when asked:
+    clients join chunks' logprobs, so one list at the end reads the same), then usage when asked."""
     rid, model = call.request_id, call.model
     if call.chat:
-        out = [chat_chunk(rid, model, created, delta={}, finish_reason=finish_reason, tandem=tandem)]
+        out = [chat_chunk(rid, model, created, delta={}, finish_reason=finish_reason, tandem=tandem, logprobs=chat_logprobs(result.logprobs))]
     else:
-        out = [completion_chunk(rid, model, created, "", finish_reason=finish_reason, tandem=tandem)]
+        out = [completion_chunk(rid, model, created, "", finish_reason=finish_reason, tandem=tandem,
+                                logprobs=completion_logprobs(result.logprobs))]
     if call.include_usage:
         u = result_usage(result)
         out.append(chat_chunk(rid, model, created, delta={}, usage_=u) if call.chat else completion_chunk(rid, model, created, "", usage_=u))

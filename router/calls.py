@@ -33,17 +33,19 @@ class Call:
 def chat_call(req, headers: dict[str, str], output: OutputSpec) -> Call:
     """A validated `ChatCompletionRequest` (with its checked `output`) as the gateway serves it."""
     gen = _sampling(req, GenerationRequest(messages=req.engine_messages(), tools=[t.template() for t in output.tools] or None,
-                                           grammar=output.grammar))
+                                           grammar=output.grammar, logprobs=(req.top_logprobs or 0) if req.logprobs else None))
     fmt = req.response_format.model_dump() if req.response_format else None
-    route = _route(req, gen.messages, headers, fmt, req.tools).model_copy(update={"structured": output.structured})
+    route = _route(req, gen.messages, headers, fmt, req.tools).model_copy(update={"structured": output.structured,
+                                                                                  "logprobs": gen.logprobs is not None})
     return Call(chat=True, model=req.model, gen=gen, route=route, stream=req.stream,
                 include_usage=bool(req.stream_options and req.stream_options.include_usage), output=output)
 
 
 def completion_call(req, headers: dict[str, str]) -> Call:
     """A validated `CompletionRequest` as the gateway serves it."""
-    gen = _sampling(req, GenerationRequest(prompt=req.prompt))
-    return Call(chat=False, model=req.model, gen=gen, route=_route(req, [{"role": "user", "content": req.prompt}], headers, None, None),
+    gen = _sampling(req, GenerationRequest(prompt=req.prompt, logprobs=req.logprobs))
+    route = _route(req, [{"role": "user", "content": req.prompt}], headers, None, None).model_copy(update={"logprobs": req.logprobs is not None})
+    return Call(chat=False, model=req.model, gen=gen, route=route,
                 stream=req.stream, include_usage=bool(req.stream_options and req.stream_options.include_usage))
 
 

@@ -16,8 +16,9 @@ Order of the rules (each named in `Decision.rule`):
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
    always; block <-> AR for equal_quality_tasks, within the block limit). Forced modes never move.
-7. `constrained`: an answer under a grammar (tools, JSON Schema, JSON object) that landed on
-   block, forced or not, goes to constrained_mode: block mode cannot follow a grammar yet.
+7. `constrained`: an answer under a grammar (tools, JSON Schema, JSON object), or with logprobs,
+   that landed on block, forced or not, goes to constrained_mode: block mode cannot follow a
+   grammar yet, and its tokens are not drawn from the AR distribution that logprobs describe.
 8. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
 
@@ -120,9 +121,10 @@ class Router:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
                     mode, rule, moved = alt, "load", True
-        if req.structured and mode == "block":
+        if (req.structured or req.logprobs) and mode == "block":
             mode, rule = policy.constrained_mode, "constrained"
-            why = f"{why}; the answer follows a grammar ({req.structured}), which block mode cannot yet: {mode}"
+            need = f"the answer follows a grammar ({req.structured})" if req.structured else "logprobs come from the AR distribution"
+            why = f"{why}; {need}, which block mode cannot give yet: {mode}"
         canvas = policy.canvas_for(tokens) if mode != "ar" else None
         steps = policy.steps_for(task) if mode != "ar" else None
         shadow = mode == "block" and policy.shadow_verify_rate > 0 and unit_draw(req.request_id) < policy.shadow_verify_rate

@@ -198,6 +198,8 @@ class ChatCompletionRequest(_Sampling):
 
 class CompletionRequest(_Sampling):
     prompt: str | list[str] = Field(...)
+    logprobs: int | None = Field(None, ge=0, le=5)  # legacy: the k most likely tokens at each position
+    echo: bool = False
 
     @field_validator("prompt")
     @classmethod
@@ -208,8 +210,32 @@ class CompletionRequest(_Sampling):
             v = v[0]
         return text_field(v, "prompt")
 
+    @field_validator("echo")
+    @classmethod
+    def _no_echo(cls, v):
+        if v:
+            raise ValueError("echo is not supported")
+        return v
+
     def token_budget(self) -> int | None:
         return self.max_tokens
+
+
+def chat_logprobs(entries: list[dict] | None) -> dict | None:
+    """Per-token logprobs in the chat shape ({"content": [...]})."""
+    return None if entries is None else {"content": entries, "refusal": None}
+
+
+def completion_logprobs(entries: list[dict] | None) -> dict | None:
+    """Per-token logprobs in the legacy completions shape (parallel lists, top as {token: logprob})."""
+    if entries is None:
+        return None
+    offsets, at = [], 0
+    for e in entries:
+        offsets.append(at)
+        at += len(e["token"])
+    return {"tokens": [e["token"] for e in entries], "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [{t["token"]: t["logprob"] for t in e["top_logprobs"]} for e in entries], "text_offset": offsets}
 
 
 def new_id(prefix: str) -> str:
@@ -252,7 +278,7 @@ def completion_response(rid: str, model: str, text: str, finish_reason: str, usa
 
 
 def _chunk(rid: str, model: str, created: int, obj: str, content: dict, finish_reason: str | None,
-           usage_: dict | None, tandem: dict | None) -> str:
+           usage_: dict | None, tandem: dict | None, logprobs: dict | None = None) -> str:
     """One SSE chunk; a usage-only chunk (OpenAI's include_usage) has no choices."""
     usage_only = usage_ is not None and finish_reason is None and not any(content.values())
     chunk = {
@@ -260,7 +286,7 @@ def _chunk(rid: str, model: str, created: int, obj: str, content: dict, finish_r
         "object": obj,
         "created": created,
         "model": model,
-        "choices": [] if usage_only else [{"index": 0, **content, "logprobs": None, "finish_reason": finish_reason}],
+        "choices": [] if usage_only else [{"index": 0, **content, "logprobs": logprobs, "finish_reason": finish_reason}],
     }
     if usage_ is not None:
         chunk["usage"] = usage_
@@ -270,13 +296,13 @@ def _chunk(rid: str, model: str, created: int, obj: str, content: dict, finish_r
 
 
 def chat_chunk(rid: str, model: str, created: int, delta: dict, finish_reason: str | None = None, usage_: dict | None = None,
-               tandem: dict | None = None) -> str:
-    return _chunk(rid, model, created, "chat.completion.chunk", {"delta": delta}, finish_reason, usage_, tandem)
+               tandem: dict | None = None, logprobs: dict | None = None) -> str:
+    return _chunk(rid, model, created, "chat.completion.chunk", {"delta": delta}, finish_reason, usage_, tandem, logprobs)
 
 
 def completion_chunk(rid: str, model: str, created: int, text: str, finish_reason: str | None = None, usage_: dict | None = None,
-                     tandem: dict | None = None) -> str:
-    return _chunk(rid, model, created, "text_completion", {"text": text}, finish_reason, usage_, tandem)
+                     tandem: dict | None = None, logprobs: dict | None = None) -> str:
+    return _chunk(rid, model, created, "text_completion", {"text": text}, finish_reason, usage_, tandem, logprobs)
 
 
 def sse(payload: dict | str) -> str:

