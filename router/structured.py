@@ -143,8 +143,9 @@ def output_spec(req) -> OutputSpec:
     response_format). Raises InvalidRequestError (400) for anything that cannot be honoured."""
     tools = parse_tools(req.tools)
     choice = req.tool_choice if req.tool_choice is not None else ("auto" if tools else "none")
-    named = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
-    if isinstance(choice, dict) and not isinstance(named, str):
+    function = choice.get("function") if isinstance(choice, dict) else None
+    named = function.get("name") if isinstance(function, dict) else None
+    if isinstance(choice, dict) and (choice.get("type", "function") != "function" or not isinstance(named, str)):
         raise _bad("tool_choice must be 'none', 'auto', 'required' or {'type': 'function', 'function': {'name': ...}}", "tool_choice")
     if (choice == "required" or named) and not tools:
         raise _bad(f"tool_choice {choice!r} needs tools, and none were given", "tool_choice")

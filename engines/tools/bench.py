@@ -42,9 +42,9 @@ def load_engine(checkpoint: str | None) -> tuple[DiffusionEngine, str]:
 
 def bench_prompts(n: int) -> list[list[dict]]:
     try:
-        from engines.training.tasks import generate_suite
+        from engines.training.tasks import TASK_FAMILIES, generate_suite
 
-        items = generate_suite(max(1, n // 7 + 1), split="test", seed=0)
+        items = generate_suite(max(1, n // 7 + 1), split="test", seed=0, families=TASK_FAMILIES)
         return [item.messages for item in items][:n]
     except ImportError:
         from tests.engines.factories import PROMPTS
@@ -126,12 +126,12 @@ def canvas_costs_by_task(
     1.0 when the draft is right, more for each wrong token in it.
     Families in `skip_verified` (drafts almost never accepted: each token costs a whole draft)
     are not run verified."""
-    from engines.training.tasks import generate_suite
+    from engines.training.tasks import TASK_FAMILIES, generate_suite
 
     sizes = [c for c in canvas_sizes if c <= engine.config.canvas_length] or [engine.config.canvas_length]
     block_steps: dict[str, list[int]] = {}
     verified: dict[str, list[tuple[int, int]]] = {}  # family -> (rounds, canvases the answer spans) per item
-    for i, item in enumerate(generate_suite(n, split="test", seed=1)):
+    for i, item in enumerate(generate_suite(n, split="test", seed=1, families=TASK_FAMILIES)):
         tokens = item.count_tokens(engine.tokenizer) + 1
         canvas = next((c for c in sizes if c >= tokens), sizes[-1])
         req = GenerationRequest(messages=item.messages, mode="block", seed=i, canvas=canvas, max_new_tokens=canvas, max_denoising_steps=steps)

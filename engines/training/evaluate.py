@@ -33,7 +33,7 @@ import torch
 from engines.engine import DiffusionEngine
 from engines.training.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, score
 from engines.defaults import CANVAS_SIZES, SHIPPED_CHECKPOINT
-from engines.training.train import canvas_size_for, encode_prompt
+from engines.training.train import canvas_size_for
 from engines.types import GenerationRequest, Mode
 
 MARGIN = 16  # output tokens allowed beyond the reference answer's length
@@ -92,18 +92,15 @@ def max_new_tokens_for(answer_tokens: int, prompt_tokens: int, context: int, can
     return min(want, room)
 
 
-def item_prompt(engine: DiffusionEngine, item: TaskItem) -> dict:
-    """The request fields that carry `item`'s prompt: its `messages`, or, for items with `tools`
-    (family "tool"), the token ids of the chat template rendered with them.
-    TODO: pass `messages=item.messages, tools=item.tools` once GenerationRequest has a `tools` field."""
-    if not item.tools:
-        return {"messages": item.messages}
-    return {"prompt": encode_prompt(engine.tokenizer, item.messages, item.tools)}
+def item_prompt(item: TaskItem) -> dict:
+    """The request fields that carry `item`'s prompt: its `messages`, and its `tools` (family "tool")
+    for the chat template. No `grammar`: tool calls are evaluated unconstrained, as the model writes them."""
+    return {"messages": item.messages} | ({"tools": item.tools} if item.tools else {})
 
 
 def make_request(engine: DiffusionEngine, item: TaskItem, setting: Setting, seed: int) -> GenerationRequest:
     answer = item.output_tokens if item.output_tokens is not None else item.count_tokens(engine.tokenizer)
-    source = item_prompt(engine, item)
+    source = item_prompt(item)
     prompt = len(engine.prompt_ids(GenerationRequest(**source)))
     full = engine.config.canvas_length
     canvas = None

@@ -33,6 +33,10 @@ from dataclasses import dataclass, field
 SPLITS = ("train", "val", "test")
 SHORT_FAMILIES = ("extract", "classify", "summarize", "plan", "code", "tool")
 LONG_FAMILIES = ("reason", "write")
+# Families that are plain chat requests, one per routed task type: what the cost profile, the
+# router's data set and `bench serve` draw from. "tool" requests are structured (a grammar decides
+# their mode), so they are benchmarked on their own (`tandem bench structured`).
+TASK_FAMILIES = ("extract", "classify", "summarize", "plan", "code", "reason", "write")
 
 # --------------------------------------------------------------------------------------------
 # Vocabulary of entities: a few hundred at most, so names stay one or two BPE pieces.

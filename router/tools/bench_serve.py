@@ -110,9 +110,9 @@ def summarize(runs: list[dict]) -> list[dict]:
 
 
 def main(args) -> int:
-    from engines.training.tasks import generate_suite
+    from engines.training.tasks import TASK_FAMILIES, generate_suite
 
-    items = generate_suite(args.n, split="test", seed=args.seed)
+    items = generate_suite(args.n, split="test", seed=args.seed, families=TASK_FAMILIES)
     random.Random(args.seed).shuffle(items)
     if args.url:
         url, stop = args.url, None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 from transformers import AutoTokenizer
@@ -142,9 +141,20 @@ def test_training_and_evaluation_render_the_tools(tok):
     prompt, answer = encode_item(tok, item)
     text = tok.decode(prompt)
     assert "Tools:" in text and item.tools[0]["name"] in text and answer[-1] == tok.eos_token_id
-    assert item_prompt(SimpleNamespace(tokenizer=tok), item) == {"prompt": prompt}
+    assert item_prompt(item) == {"messages": item.messages, "tools": item.tools}
     plain = generate_suite(1, "test", 0, ("extract",))[0]
-    assert item_prompt(SimpleNamespace(tokenizer=tok), plain) == {"messages": plain.messages}
+    assert item_prompt(plain) == {"messages": plain.messages}
+
+
+def test_engine_renders_tool_items_as_training_does(tok):
+    """evaluate's requests (messages + tools) reach the model as the prompt ids training used."""
+    from engines.engine import DiffusionEngine
+    from engines.training.evaluate import Setting, make_request
+
+    engine = DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT)
+    for item in generate_suite(6, "test", 0, ("tool",)):
+        req = make_request(engine, item, Setting("ar"), seed=0)
+        assert req.grammar is None and engine.prompt_ids(req) == encode_prompt(tok, item.messages, item.tools)
 
 
 def test_tool_family_is_opt_in_for_training_and_trains_in_its_own_steps(tok):

@@ -100,12 +100,12 @@ def suite_records(n_per_family: int, split: str, seed: int = 0) -> list[dict]:
     was trained on (train split) and is benchmarked on (test split)."""
     from transformers import AutoTokenizer
 
-    from engines.training.tasks import generate_suite
+    from engines.training.tasks import TASK_FAMILIES, generate_suite
 
     tokenizer = AutoTokenizer.from_pretrained(SHIPPED_CHECKPOINT)
     policy = labeling_policy()
     out = []
-    for item in generate_suite(n_per_family, split=split, seed=seed):
+    for item in generate_suite(n_per_family, split=split, seed=seed, families=TASK_FAMILIES):
         tokens = item.count_tokens(tokenizer) + 1  # the answer and its end-of-turn token
         out.append({"messages": item.messages, "task": item.family, "output_tokens": tokens, "style": "task_suite",
                     "mode": policy.route_for(item.family, tokens)[0]})

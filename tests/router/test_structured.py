@@ -1,0 +1,113 @@
+"""Tool definitions and output grammars (router.structured) and reading calls back
+(router.tool_calls): the grammar accepts exactly what the chat template writes, streamed calls
+join to the whole call at any cut, and bad definitions are 400s naming the field."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import llguidance
+import llguidance.hf
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import AutoTokenizer
+
+from engines.defaults import SHIPPED_CHECKPOINT
+from engines.errors import InvalidRequestError
+from router.structured import output_spec
+from router.tool_calls import CallReader, read_answer
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather at a place.", "parameters": {
+    "type": "object", "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}, "required": ["location"]}}}
+PING = {"type": "function", "function": {"name": "ping"}}
+
+
+def spec(tools=None, choice=None, parallel=None, fmt=None):
+    return output_spec(SimpleNamespace(tools=tools, tool_choice=choice, parallel_tool_calls=parallel, response_format=fmt))
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(SHIPPED_CHECKPOINT)
+
+
+def accepts(tokenizer, grammar: str, text: str) -> bool:
+    matcher = llguidance.LLMatcher(llguidance.hf.from_tokenizer(tokenizer), grammar, log_level=0)
+    return all(matcher.consume_token(t) for t in tokenizer.encode(text, add_special_tokens=False)) and matcher.is_accepting()
+
+
+def template_answer(tokenizer, calls: list[dict]) -> str:
+    """What the chat template writes for an assistant turn with these calls (history)."""
+    rendered = tokenizer.apply_chat_template([{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": calls}],
+                                             tokenize=False)
+    return rendered.split("<start_of_turn>model\n", 1)[1].removesuffix("<end_of_turn>\n")
+
+
+def test_the_grammar_accepts_what_the_template_writes(tokenizer):
+    calls = [{"name": "get_weather", "arguments": {"location": "東京", "days": 3}}, {"name": "ping", "arguments": {}}]
+    text = template_answer(tokenizer, calls)
+    assert accepts(tokenizer, spec([WEATHER, PING], "required").grammar, text)
+    content, read = read_answer(text, True)
+    assert content is None and [(c.name, json.loads(c.arguments)) for c in read] == [(c["name"], c["arguments"]) for c in calls]
+
+
+def test_choices_shape_the_grammar(tokenizer):
+    one = template_answer(tokenizer, [{"name": "get_weather", "arguments": {"location": "Oslo"}}])
+    two = one + template_answer(tokenizer, [{"name": "ping", "arguments": {}}])
+    auto, required = spec([WEATHER, PING], "auto"), spec([WEATHER, PING], "required")
+    assert accepts(tokenizer, auto.grammar, "Hello there.") and accepts(tokenizer, auto.grammar, two)
+    assert not accepts(tokenizer, required.grammar, "Hello there.")
+    assert not accepts(tokenizer, spec([WEATHER, PING], "required", parallel=False).grammar, two)
+    named = spec([WEATHER, PING], {"type": "function", "function": {"name": "ping"}})
+    assert named.callable == ["ping"] and not accepts(tokenizer, named.grammar, one)
+    assert not accepts(tokenizer, required.grammar, one.replace('"Oslo"', "42"))  # arguments follow the parameters
+    none = spec([WEATHER], "none")
+    assert none.grammar is None and none.callable == [] and none.tools
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(cuts=st.lists(st.integers(1, 200), max_size=12), location=st.text(max_size=12))
+def test_streamed_calls_join_to_the_whole_answer_at_any_cut(cuts, location):
+    text = "".join(f'<tool_call>{{"name": "{n}", "arguments": {json.dumps(a, ensure_ascii=False)}}}</tool_call>'
+                   for n, a in [("get_weather", {"location": location, "days": 2}), ("ping", {})])
+    _, whole = read_answer(text, True)
+    reader, pieces, at = CallReader(True), [], 0
+    for cut in sorted({min(c, len(text)) for c in cuts}) + [len(text)]:
+        pieces.append(text[at:cut])
+        at = cut
+    events = [e for p in pieces for e in reader.feed(p)] + reader.finish()
+    names = [e[1].name for e in events if e[0] == "call"]
+    arguments = {}
+    for e in events:
+        if e[0] == "arguments":
+            arguments[e[1]] = arguments.get(e[1], "") + e[2]
+    assert names == [c.name for c in whole] and [arguments.get(i, "") for i in range(len(whole))] == [c.arguments for c in whole]
+    assert not [e for e in events if e[0] == "content"]
+
+
+def test_text_is_content_whole_and_streamed():
+    assert read_answer("<b>bold</b> claim", True) == ("<b>bold</b> claim", [])
+    reader = CallReader(True)
+    events = reader.feed("<to") + reader.feed("day>") + reader.finish()
+    assert "".join(e[1] for e in events) == "<today>"
+
+
+@pytest.mark.parametrize("tools,choice,param,code", [
+    ([{"type": "function", "function": {"name": "bad name"}}], None, "tools[0].function.name", "invalid_value"),
+    ([{"type": "retrieval"}], None, "tools[0]", "invalid_value"),
+    ([WEATHER, WEATHER], None, "tools[1].function.name", "invalid_value"),
+    ([{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}], None, "tools[0].function.parameters", "invalid_schema"),
+    ([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"$ref": "https://x.test/a"}}}}}],
+     None, "tools[0].function.parameters", "invalid_schema"),
+    ([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "uniqueItems": True}}}], None,
+     "tools[0].function.parameters", "unsupported_schema"),
+    ([WEATHER], {"type": "function", "function": {"name": "nope"}}, "tool_choice", "invalid_value"),
+    ([WEATHER], {"type": "function", "function": ["not", "a", "dict"]}, "tool_choice", "invalid_value"),
+    (None, "required", "tool_choice", "invalid_value"),
+])
+def test_bad_definitions_are_400s_naming_the_field(tools, choice, param, code):
+    with pytest.raises(InvalidRequestError) as err:
+        spec(tools, choice)
+    assert (err.value.status, err.value.param, err.value.code) == (400, param, code)
