@@ -26,8 +26,8 @@ from engines.errors import InvalidRequestError
 # constrained answer is steered to close: among the tokens the grammar allows, the end of the
 # answer wins, then (inside a JSON string) a token that ends the string, then closing brackets,
 # then a comma, then the shortest values (a digit, an empty string, true/false/null). A model that never ends a
-# string would otherwise be cut mid-JSON; this way it ends as valid JSON (finish_reason "length":
-# it was shortened).
+# string would otherwise be cut mid-JSON; this way it ends as valid JSON before max_new_tokens
+# (finish_reason "stop"; the stats say `closed_early`).
 CLOSING_TOKENS = 64
 CLOSING_SHARE = 0.5
 

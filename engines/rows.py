@@ -69,7 +69,8 @@ class Row:
                 self.finish_reason = "length"
                 break
             if self.constraint is not None and self.constraint.done:
-                self.finish_reason = "length" if self.constraint.closed_early else "stop"
+                self.finish_reason = "stop"  # complete under the grammar, before max_new_tokens
+                self.stats.closed_early = self.constraint.closed_early
                 break
         self._update_text()
         return taken

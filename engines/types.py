@@ -61,6 +61,7 @@ class DecodeStats:
     canvas_times_ns: list[tuple[int, int]] = field(default_factory=list)
     drafted: int = 0  # verified mode: draft tokens put up for verification
     accepted: int = 0  # verified mode: draft tokens that equalled the AR choice
+    closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.constraint)
     latency_s: float = 0.0
 
     @property

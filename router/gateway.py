@@ -269,7 +269,7 @@ class Gateway:
             "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
             "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
             "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
-            "drafted": s.drafted, "accepted_tokens": s.accepted, "degraded": degraded,
+            "drafted": s.drafted, "accepted_tokens": s.accepted, "degraded": degraded, "closed_early": s.closed_early,
         }
 
     def _finish(self, call: Call, gen: GenerationRequest, result: GenerationResult, mode: str, degraded: bool, decision,

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # stopped before tests/app starts its own app in this process
 def agents_app():
     from engines.defaults import SHIPPED_CHECKPOINT
     from router.tools.local_app import start_app
@@ -29,6 +29,6 @@ def agents_app():
         client.delete(key)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def agents_url(agents_app) -> str:
     return agents_app

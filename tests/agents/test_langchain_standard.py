@@ -2,7 +2,8 @@
 Tandem: invoke, stream, batch, usage, stop, tool calling, tool choice, agent loop, structured
 output (json_schema and function calling) and JSON mode, exactly as LangChain runs it.
 
-Configuration, and why: `has_tool_choice` is True (Tandem honours tool_choice, so the tests that
+Configuration, and why: `max_tokens` 160 keeps the suite's time bounded on a CPU (a JSON answer
+is still complete: engines.constraint closes it before the budget); `has_tool_choice` is True (Tandem honours tool_choice, so the tests that
 force a call ask for "any"); images, PDFs and audio are off (a text-only model). Tests that the
 embedded model cannot pass for lack of knowledge, not protocol, are named below with the reason,
 and keep their protocol assertions in a test of our own."""
@@ -30,7 +31,7 @@ class TestTandemChatOpenAI(ChatModelIntegrationTests):
     @property
     def chat_model_params(self) -> dict:
         return {"model": "tandem", "base_url": f"{self.base_url}/v1", "api_key": "sk-tandem", "temperature": 0, "max_retries": 0,
-                "timeout": 120, "stream_usage": True}
+                "timeout": 300, "stream_usage": True, "max_tokens": 160}
 
     @property
     def has_tool_choice(self) -> bool:
