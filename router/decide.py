@@ -17,8 +17,10 @@ Order of the rules (each named in `Decision.rule`):
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
    always; block <-> AR for equal_quality_tasks, within the block limit). Forced modes never move.
 7. `constrained`: an answer under a grammar (tools, JSON Schema, JSON object), or with logprobs,
-   that landed on block, forced or not, goes to constrained_mode: block mode cannot follow a
-   grammar yet, and its tokens are not drawn from the AR distribution that logprobs describe.
+   goes to constrained_mode unless a forced verified/ar says otherwise; a forced block goes there
+   too: block mode cannot follow a grammar yet, and its tokens are not drawn from the AR
+   distribution that logprobs describe. (Verified drafts that ignore the grammar are mostly
+   rejected, so constrained verified costs several times AR's model calls: `bench structured`.)
 8. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
 
@@ -121,7 +123,7 @@ class Router:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
                     mode, rule, moved = alt, "load", True
-        if (req.structured or req.logprobs) and mode == "block":
+        if (req.structured or req.logprobs) and mode != policy.constrained_mode and (mode == "block" or forced is None):
             mode, rule = policy.constrained_mode, "constrained"
             need = f"the answer follows a grammar ({req.structured})" if req.structured else "logprobs come from the AR distribution"
             why = f"{why}; {need}, which block mode cannot give yet: {mode}"

@@ -32,6 +32,7 @@ checkpoint, default policy, a fresh local Ray cluster) and stops before the micr
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import platform
 import statistics
@@ -193,7 +194,8 @@ async def _run(url: str, model: str, cases: list[Case], concurrency: int, max_to
             body = r.json()
             choice = body["choices"][0]
             records[i] = rec | judge(case, body) | {
-                "finish_reason": choice["finish_reason"], "forwards": body["tandem"]["forwards"], "tokens": body["usage"]["completion_tokens"],
+                "finish_reason": choice["finish_reason"], "closed_early": bool(body["tandem"].get("closed_early")),
+                "forwards": body["tandem"]["forwards"], "tokens": body["usage"]["completion_tokens"],
                 "content": choice["message"].get("content"), "tool_calls": choice["message"].get("tool_calls"),
             }
 
@@ -219,6 +221,7 @@ def summarize(set_: str, mode: str, records: list[dict]) -> dict:
         "forwards": statistics.mean(r["forwards"] for r in ok) if ok else float("nan"),
         "tokens": statistics.mean(r["tokens"] for r in ok) if ok else float("nan"),
         "finish": dict(Counter(r["finish_reason"] for r in ok)),
+        "closed_early": sum(r["closed_early"] for r in ok),  # answers steered to close as max_tokens ran low
         "modes_used": dict(Counter(r["mode"] for r in records if r["mode"])),
     }
 
@@ -305,16 +308,19 @@ def _xgrammar_us(engine, grammar, tokens: list[int], reps: int) -> dict:
 
 def _xgrammar_call(tool: dict):
     """xgrammar's version of a named tool_choice grammar: the call's literal head, the arguments
-    under the tool's parameters (the gateway's JSON style), the literal tail."""
-    import xgrammar as xgr
-
+    under the tool's parameters (the gateway's JSON style), the literal tail. Returns a callable
+    (compiler) -> CompiledGrammar; xgrammar is imported only when it is called."""
     from router.structured import CALL_CLOSE, CALL_OPEN
 
     head = json.dumps(f'{CALL_OPEN}{{"name": "{tool["name"]}", "arguments": ')
     tail = json.dumps(f"}}{CALL_CLOSE}")
-    args = xgr.Grammar.from_json_schema(json.dumps(tool["parameters"]), any_whitespace=False, separators=(", ", ": "))
-    grammar = xgr.Grammar.concat(xgr.Grammar.from_ebnf(f"root ::= {head}"), args, xgr.Grammar.from_ebnf(f"root ::= {tail}"))
-    return lambda compiler: compiler.compile_grammar(grammar)
+
+    def compile_(compiler):
+        xgr = importlib.import_module("xgrammar")
+        args = xgr.Grammar.from_json_schema(json.dumps(tool["parameters"]), any_whitespace=False, separators=(", ", ": "))
+        return compiler.compile_grammar(xgr.Grammar.concat(xgr.Grammar.from_ebnf(f"root ::= {head}"), args, xgr.Grammar.from_ebnf(f"root ::= {tail}")))
+
+    return compile_
 
 
 def forward_us(engine, messages: list[dict], tools: list[dict] | None) -> float:
@@ -356,9 +362,8 @@ def mask_cost(checkpoint: str | None, cases: dict[str, list[Case]], reps: int, s
         (f"tool call, auto ({len(tool_case.item.tools)} tools, app grammar)", _spec_grammar(tool_case.body | {"tool_choice": "auto"}),
          tool_call_text([call]), None),
     ]
-    try:
-        import xgrammar  # noqa: F401  (optional: not a project dependency)
-
+    try:  # optional: xgrammar is not a project dependency
+        importlib.import_module("xgrammar")
         have_xgrammar = True
     except ImportError:
         have_xgrammar = False
@@ -386,7 +391,7 @@ def print_tables(records: list[dict], cost: dict | None, http_ar_us: float | Non
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in records:
         used = ", ".join(f"{m} {k}" for m, k in r["modes_used"].items())
-        finish = ", ".join(f"{f} {k}" for f, k in sorted(r["finish"].items()))
+        finish = ", ".join(f"{f} {k}" for f, k in sorted(r["finish"].items())) + (f" (closed early {r['closed_early']})" if r["closed_early"] else "")
         print(f"| {r['set']} | {r['model']} | {used} | {r['requests']} | {r['errors']} | {r['valid']:.3f} | {r['exact']:.3f} | "
               f"{_fmt(r['decision'])} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['forwards']:.1f} | {r['tokens']:.1f} | {finish} |")
     if cost is None:
@@ -471,7 +476,7 @@ def register(bench_commands) -> None:
     p = bench_commands.add_parser("structured", help="tool calls and JSON-Schema answers per mode through HTTP; grammar mask cost per token")
     p.add_argument("--url", default=None, help="a running app (default: start one in-process)")
     p.add_argument("--checkpoint", default=None, help="checkpoint for the in-process app and the mask benchmark (default: the shipped model)")
-    p.add_argument("--n", type=_positive, default=8, help="test items per request set (8: about 10 minutes on a 2-vCPU machine, most of it verified mode)")
+    p.add_argument("--n", type=_positive, default=6, help="test items per request set (6: under 10 minutes on the busy 2-vCPU machine, most of it in verified mode)")
     p.add_argument("--concurrency", type=_positive, default=1, help="requests in flight")
     p.add_argument("--max-tokens", type=_positive, default=256, help="max_tokens of every request")
     p.add_argument("--seed", type=int, default=0)
