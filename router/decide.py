@@ -125,8 +125,8 @@ class Router:
                     mode, rule, moved = alt, "load", True
         if (req.structured or req.logprobs) and mode != policy.constrained_mode and (mode == "block" or forced is None):
             mode, rule = policy.constrained_mode, "constrained"
-            need = f"the answer follows a grammar ({req.structured})" if req.structured else "logprobs come from the AR distribution"
-            why = f"{why}; {need}, which block mode cannot give yet: {mode}"
+            need = f"the answer follows a grammar ({req.structured})" if req.structured else "logprobs need the AR distribution"
+            why = f"{why}; {need}: constrained_mode {mode}"
         canvas = policy.canvas_for(tokens) if mode != "ar" else None
         steps = policy.steps_for(task) if mode != "ar" else None
         shadow = mode == "block" and policy.shadow_verify_rate > 0 and unit_draw(req.request_id) < policy.shadow_verify_rate

@@ -319,6 +319,8 @@ def validation_error(errors: list[dict]) -> InvalidRequestError:
     first = errors[0] if errors else {}
     loc = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
     msg = first.get("msg", "invalid request")
+    if not loc and first.get("type") == "value_error":  # a rule across fields (a model validator)
+        return InvalidRequestError(msg.removeprefix("Value error, "), code="invalid_value")
     if not loc or first.get("type") == "json_invalid":
         return InvalidRequestError(f"request body is not a valid JSON object: {msg}", code="invalid_json")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
