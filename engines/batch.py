@@ -134,9 +134,10 @@ class SequenceBatch:
 
 
 def prefill(model, rows, pad_id: int, logits: str) -> tuple[SequenceBatch, torch.Tensor | None]:
-    """A new batch holding `rows`' prompts (left-padded), and the prefill's logits."""
+    """A new batch holding `rows`' contexts (left-padded): the prompt and what the row has written
+    so far (a seeded answer that AR finishes), and the prefill's logits."""
     batch = SequenceBatch(model, len(rows), model.device)
-    ids, valid = left_pad([r.prompt_ids for r in rows], pad_id, model.device)
+    ids, valid = left_pad([r.prompt_ids + r.output for r in rows], pad_id, model.device)
     out = batch.encode(ids, valid, logits=logits)
     for r in rows:
         r.stats.encoder_calls += 1

@@ -126,6 +126,11 @@ class TokenConstraint:
         self._string.append((inside, escaped))
         return True
 
+    def accepts(self, tokens: list[int]) -> int:
+        """How many leading `tokens` the grammar allows from here; the state does not change (a refused
+        `consume` would leave the matcher in its error state for good)."""
+        return self.matcher.validate_tokens([int(t) for t in tokens]) if tokens else 0
+
     def rollback(self, n: int) -> None:
         if n:
             self.matcher.rollback(n)

@@ -30,6 +30,7 @@ from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
 from engines.rows import Row
 from engines.sampling import make_generator
+from engines.seeded import decode_seeded, slot_vocab
 from engines.types import MODES, GenerationRequest, GenerationResult
 from engines.verified import decode_verified
 
@@ -48,6 +49,7 @@ class DiffusionEngine:
         eos = self.defaults.eos_token_id if self.defaults.eos_token_id is not None else text.eos_token_id
         self.eos_ids = frozenset([eos] if isinstance(eos, int) else eos)
         self.grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.vocab_size)
+        self.slot_vocab = slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), min(self.eos_ids), self.vocab_size)
         self._lock = threading.Lock()
 
     @classmethod
@@ -67,6 +69,7 @@ class DiffusionEngine:
             stability_threshold=pick(req.stability_threshold, d.stability_threshold if d.stability_threshold is not None else 1),
             confidence_threshold=float(pick(req.confidence_threshold, d.confidence_threshold or 0.005)),
             entropy_bound=float(pick(req.entropy_bound, d.sampler_config.entropy_bound if d.sampler_config else 0.1)),
+            seeded=req.skeleton is not None and req.mode == "block",
         )
 
     def prompt_ids(self, req: GenerationRequest) -> list[int]:
@@ -108,9 +111,11 @@ class DiffusionEngine:
             raise InvalidRequestError(f"top_k must be an integer >= 0, got {req.top_k!r}", param="top_k")
         if any(not isinstance(s, str) or not s for s in req.stop):
             raise InvalidRequestError("stop strings must be non-empty strings", param="stop")
-        if req.grammar is not None and (req.mode == "block" or not isinstance(req.grammar, str)):
-            raise InvalidRequestError("block mode cannot decode under a grammar (JSON schema, tools): use verified or ar mode",
-                                      param="response_format", code="unsupported_mode")
+        if req.grammar is not None and ((req.mode == "block" and req.skeleton is None) or not isinstance(req.grammar, str)):
+            raise InvalidRequestError("block mode decodes under a grammar (JSON schema, tools) only with a skeleton: "
+                                      "use verified or ar mode", param="response_format", code="unsupported_mode")
+        if req.skeleton is not None and not (isinstance(req.skeleton, tuple) and req.skeleton):
+            raise InvalidRequestError("skeleton must be a non-empty engines.skeleton.Template", param="response_format")
         if req.logprobs is not None and (req.mode == "block" or not isinstance(req.logprobs, int) or not 0 <= req.logprobs <= 20):
             raise InvalidRequestError("logprobs need ar or verified mode (block mode's tokens are not drawn from the AR "
                                       "distribution) and 0 to 20 top_logprobs", param="logprobs", code="unsupported_mode")
@@ -167,6 +172,10 @@ class DiffusionEngine:
         """Decode one compatible group of rows; `admit` lets newcomers join between steps (the scheduler)."""
         if mode == "ar":
             decode_ar(self.model, rows, self.pad_id, admit, max_batch)
+        elif mode == "block" and params.seeded:
+            unfinished = decode_seeded(self, rows, params)
+            if unfinished:  # what the canvases could not finish under the grammar, constrained AR does
+                decode_ar(self.model, unfinished, self.pad_id)
         elif mode == "block":
             decode_block(self.model, rows, params, self.pad_id, admit, max_batch)
         else:

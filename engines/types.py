@@ -25,6 +25,9 @@ class GenerationRequest:
     # An llguidance grammar (serialized) the answer must follow: JSON Schema, tool calls. AR and
     # verified mode decode under its token mask; block mode refuses it (engines.constraint).
     grammar: str | None = None
+    # The fixed skeleton of a structured answer (engines.skeleton.Template): block mode seeds its
+    # canvas with it and denoises only the value slots (engines.seeded); the grammar checks the result.
+    skeleton: tuple | None = None
     logprobs: int | None = None  # None: none; k >= 0: each output token's log-probability and the k most likely (AR distribution)
     mode: Mode = "block"  # block: diffusion canvases; verified: diffusion drafts checked by AR; ar: token by token
     max_new_tokens: int = DEFAULT_MAX_TOKENS  # hard cap on output tokens (finish_reason "length" when hit)
@@ -61,6 +64,7 @@ class DecodeStats:
     canvas_times_ns: list[tuple[int, int]] = field(default_factory=list)
     drafted: int = 0  # verified mode: draft tokens put up for verification
     accepted: int = 0  # verified mode: draft tokens that equalled the AR choice
+    seeded_fallback: bool = False  # a skeleton-seeded answer was finished by constrained AR (engines.seeded)
     closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.constraint)
     latency_s: float = 0.0
 

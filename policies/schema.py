@@ -182,7 +182,10 @@ class Policy(_Strict):
     )
     safe_mode: Mode = Field("verified", description="Mode used instead of block when the classifier is not confident.")
     constrained_mode: Literal["verified", "ar"] = Field(
-        "ar", description="Mode used instead of block for an answer under a grammar (tools, JSON Schema): block mode cannot follow one yet.")
+        "ar", description="Mode used instead of block for an answer under a grammar (tools, JSON Schema) with no fixed skeleton.")
+    skeleton_mode: Mode = Field(
+        "block", description="Mode for an answer under a grammar with a fixed skeleton (a json_schema, one tool to call): "
+                             "block seeds the canvas with it and denoises only the values.")
     steps: int = Field(12, ge=1, le=256, description="Denoising steps per canvas (block mode and verified drafts).")
     steps_by_task: dict[str, int] = Field(default_factory=dict, description="Per-task-type steps, overriding steps.")
     forcing: ForcingRules = Field(default_factory=ForcingRules, description="Model aliases and the mode header.")

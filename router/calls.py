@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from engines.defaults import DEFAULT_MAX_TOKENS
+from engines.skeleton import schema_instruction
 from engines.types import GenerationRequest
 from router.structured import OutputSpec
 from router.types import RouteRequest
@@ -32,11 +33,15 @@ class Call:
 
 def chat_call(req, headers: dict[str, str], output: OutputSpec) -> Call:
     """A validated `ChatCompletionRequest` (with its checked `output`) as the gateway serves it."""
-    gen = _sampling(req, GenerationRequest(messages=req.engine_messages(), tools=[t.template() for t in output.tools] or None,
-                                           grammar=output.grammar, logprobs=(req.top_logprobs or 0) if req.logprobs else None))
+    messages = req.engine_messages()
+    if output.schema is not None:  # the model reads the schema it answers under (as the task suite trains it)
+        messages = [{"role": "system", "content": schema_instruction(output.schema)}] + messages
+    gen = _sampling(req, GenerationRequest(messages=messages, tools=[t.template() for t in output.tools] or None,
+                                           grammar=output.grammar, skeleton=output.skeleton,
+                                           logprobs=(req.top_logprobs or 0) if req.logprobs else None))
     fmt = req.response_format.model_dump() if req.response_format else None
-    route = _route(req, gen.messages, headers, fmt, req.tools).model_copy(update={"structured": output.structured,
-                                                                                  "logprobs": gen.logprobs is not None})
+    route = _route(req, req.engine_messages(), headers, fmt, req.tools).model_copy(update={
+        "structured": output.structured, "skeleton": output.skeleton is not None, "logprobs": gen.logprobs is not None})
     return Call(chat=True, model=req.model, gen=gen, route=route, stream=req.stream,
                 include_usage=bool(req.stream_options and req.stream_options.include_usage), output=output)
 

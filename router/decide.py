@@ -16,10 +16,12 @@ Order of the rules (each named in `Decision.rule`):
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
    always; block <-> AR for equal_quality_tasks, within the block limit). Forced modes never move.
-7. `constrained`: an answer under a grammar (tools, JSON Schema, JSON object), or with logprobs,
-   goes to constrained_mode unless a forced verified/ar says otherwise; a forced block goes there
-   too: block mode cannot follow a grammar yet, and its tokens are not drawn from the AR
-   distribution that logprobs describe. (Verified drafts that ignore the grammar are mostly
+7. `skeleton` / `constrained`: an answer with a fixed skeleton (a json_schema, one tool that must
+   be called) goes to skeleton_mode unless forced (block seeds its canvas with the skeleton:
+   `engines.seeded`). Any other answer under a grammar (tools the model may or may not call, a
+   json_object), or one with logprobs, goes to constrained_mode unless a forced verified/ar says
+   otherwise; a forced block goes there too: block mode follows a grammar only through a
+   skeleton, and its tokens are not drawn from the AR distribution that logprobs describe. (Verified drafts that ignore the grammar are mostly
    rejected, so constrained verified costs several times AR's model calls: `bench structured`.)
 8. canvas = smallest canvas holding the length; steps per task; shadow_verify for a block
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
@@ -123,7 +125,12 @@ class Router:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
                     mode, rule, moved = alt, "load", True
-        if (req.structured or req.logprobs) and mode != policy.constrained_mode and (mode == "block" or forced is None):
+        seedable = bool(req.structured and req.skeleton and not req.logprobs)  # every mode can serve it, block by seeding
+        if seedable:
+            if forced is None and mode != policy.skeleton_mode:
+                mode, rule = policy.skeleton_mode, "skeleton"
+                why = f"{why}; the answer has a fixed skeleton ({req.structured}): skeleton_mode {mode}"
+        elif (req.structured or req.logprobs) and mode != policy.constrained_mode and (mode == "block" or forced is None):
             mode, rule = policy.constrained_mode, "constrained"
             need = f"the answer follows a grammar ({req.structured})" if req.structured else "logprobs need the AR distribution"
             why = f"{why}; {need}: constrained_mode {mode}"

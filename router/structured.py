@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from engines.constraint import grammar_problems
 from engines.errors import InvalidRequestError
+from engines.skeleton import Template, template_for_schema, template_for_tool_call
 from router.schemas import SchemaCheck, compile_schema
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
@@ -61,6 +62,10 @@ class OutputSpec:
     grammar: str | None = None  # llguidance grammar; None: free text
     structured: Structured | None = None  # what the grammar is, for routing and headers
     content_check: SchemaCheck | None = None  # response_format, for a content answer
+    # The answer's fixed skeleton (engines.skeleton), when its shape is known in advance: a
+    # json_schema, or exactly one tool that must be called. Block mode denoises only its slots.
+    skeleton: Template | None = None
+    schema: dict | None = None  # the json_schema the model is told about (engines.skeleton.schema_instruction)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -153,7 +158,7 @@ def output_spec(req) -> OutputSpec:
         raise _bad(f"tool_choice names {named!r}, which is not among the tools ({', '.join(t.name for t in tools)})", "tool_choice")
 
     fmt = req.response_format
-    content_check, content_schema, structured = None, None, None
+    content_check, content_schema, structured, schema = None, None, None, None
     if fmt is not None and fmt.type != "text":
         param = "response_format.json_schema.schema"
         schema = fmt.schema_() if fmt.type == "json_schema" else None
@@ -166,11 +171,13 @@ def output_spec(req) -> OutputSpec:
         grammar = None
         if content_schema is not None:
             grammar = json.dumps({"grammars": [{"json_schema": content_schema}]})
-        return OutputSpec(tools, [], False, grammar, structured, content_check)
+        skeleton = template_for_schema(schema) if schema is not None else None
+        return OutputSpec(tools, [], False, grammar, structured, content_check, skeleton, schema)
     callable_ = [t for t in tools if named is None or t.name == named]
     required = choice == "required" or named is not None
     grammar = json.dumps({"grammars": [{"lark_grammar": _lark(callable_, parallel and not named, required, content_schema)}]})
     problems = grammar_problems(grammar)
     if problems:  # a bug here, not the client's: say so plainly
         raise _bad(f"the tools cannot be turned into an output grammar: {'; '.join(problems)}", "tools", "unsupported_schema")
-    return OutputSpec(tools, [t.name for t in callable_], required, grammar, "tools", content_check)
+    skeleton = template_for_tool_call(callable_[0].name, callable_[0].parameters) if required and len(callable_) == 1 else None
+    return OutputSpec(tools, [t.name for t in callable_], required, grammar, "tools", content_check, skeleton)

@@ -26,6 +26,7 @@ class RouteRequest(BaseModel):
     stop: list[str] | None = Field(None, description="Stop sequences (a single string is accepted).")
     structured: Literal["tools", "json_schema", "json_object"] | None = Field(
         None, description="What the answer is decoded under: a tool-call grammar, a JSON Schema, any JSON object; null: free text.")
+    skeleton: bool = Field(False, description="The answer has a fixed skeleton (a json_schema, one tool to call): block mode can seed its canvas.")
     logprobs: bool = Field(False, description="The client asked for logprobs: only AR and verified mode give them.")
     headers: dict[str, str] = Field(default_factory=dict, description="Request headers; names are matched case-insensitively.")
     api_key: str | None = Field(None, description="The caller's API key, for per-key policy overrides.")
@@ -57,7 +58,7 @@ class Decision(BaseModel):
     canvas: int | None = Field(..., description="Canvas size for block/verified (smallest that holds predicted_tokens); null for ar.")
     steps: int | None = Field(..., description="Denoising steps per canvas for block/verified; null for ar.")
     reason: str = Field(..., description="Human-readable explanation of the decision.")
-    rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, forced_model, forced_header, api_key, load, constrained.")
+    rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, forced_model, forced_header, api_key, load, constrained, skeleton.")
     task: str = Field(..., description="Predicted task type.")
     predicted_tokens: int = Field(..., description="Predicted high-quantile (p90) answer length, capped by max_tokens.")
     confidence: float = Field(..., description="Calibrated probability of the predicted task type.")

@@ -1,4 +1,4 @@
-"""The task suite the embedded model is trained and evaluated on: eight families of chat tasks.
+"""The task suite the embedded model is trained and evaluated on: eleven families of chat tasks.
 
 Every item is generated from a seeded `random.Random`, so a suite is a pure function of
 (family, split, seed). The answer is a function of the prompt (no free choices), so a tiny
@@ -16,6 +16,10 @@ Families (answer lengths measured with the shipped tokenizer, see docs/model.md)
 - tool      OpenAI-style tools in the chat template -> `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
             per call, or a text answer from a tool result, or JSON with the keys the user names
             (the items carry `tools`: render them with `apply_chat_template(messages, tools=item.tools)`)
+- schema    a message + a JSON schema (system turn) -> the JSON object, values copied (open vocabulary)
+- toolcall  made-up tools + a request one answers -> its `<tool_call>`, argument values copied (open vocabulary)
+- label     a message + a label set -> {"<key>": "<label>"} under an enum schema
+            (these three are in open_tasks.py; opt-in for training, outside TASK_FAMILIES)
 
 Splits: an item's split is a hash of its content key (the user message), so train, validation
 and test never share an item, whatever seed produced them.
@@ -23,15 +27,21 @@ and test never share an item, whatever seed produced them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-SPLITS = ("train", "val", "test")
-SHORT_FAMILIES = ("extract", "classify", "summarize", "plan", "code", "tool")
+# The item, its split and the tool-call text live in `items`, which `open_tasks` imports too (no cycle).
+from engines.training.items import SPLITS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, TaskItem, parse_tool_calls, split_of, tool_call_text
+from engines.training.open_tasks import make_label, make_schema, make_toolcall, score_fields
+
+# Open-vocabulary families (engines/training/open_tasks.py): values are generated, so the model must
+# copy them from the prompt. Appended last with weight 0 by default (train.OPT_IN_FAMILIES), so
+# `rng.choices(SHORT_FAMILIES, weights)` draws what it drew before they existed.
+OPEN_FAMILIES = ("schema", "toolcall", "label")
+SHORT_FAMILIES = ("extract", "classify", "summarize", "plan", "code", "tool") + OPEN_FAMILIES
 LONG_FAMILIES = ("reason", "write")
 # Families that are plain chat requests, one per routed task type: what the cost profile, the
 # router's data set and `bench serve` draw from. "tool" requests are structured (a grammar decides
@@ -101,30 +111,6 @@ def _join_and(words: list[str]) -> str:
 
 
 @dataclass
-class TaskItem:
-    family: str  # one of FAMILIES
-    messages: list[dict]  # chat turns, the last one from the user
-    answer: str  # the reference output: a function of the prompt
-    key: str  # content key: the split is a hash of it, and items with equal keys are the same item
-    meta: dict = field(default_factory=dict)  # what the family scorer needs (fields, facts, lines)
-    output_tokens: int | None = None  # answer length in tokens, filled by `count_tokens`
-    tools: list[dict] | None = None  # OpenAI function definitions for the chat template's `tools` (family "tool")
-
-    @property
-    def prompt(self) -> str:
-        return self.messages[-1]["content"]
-
-    @property
-    def split(self) -> str:
-        return split_of(self.key)
-
-    def count_tokens(self, tokenizer) -> int:
-        """Answer length in tokens with `tokenizer` (no special tokens); cached on the item."""
-        self.output_tokens = len(tokenizer(self.answer, add_special_tokens=False)["input_ids"])
-        return self.output_tokens
-
-
-@dataclass
 class Score:
     exact: bool  # equal to the reference after whitespace normalisation
     family_score: float  # partial credit in [0, 1]: field, line or fact accuracy (1.0 when exact)
@@ -133,12 +119,6 @@ class Score:
 def normalize(text: str) -> str:
     """Collapse every whitespace run to one space and strip the ends."""
     return " ".join(text.split())
-
-
-def split_of(key: str) -> str:
-    """80/10/10 train/val/test by a stable hash of the item's content key."""
-    bucket = int(hashlib.sha1(key.encode()).hexdigest()[:8], 16) % 10
-    return "test" if bucket == 0 else "val" if bucket == 1 else "train"
 
 
 def _user(text: str) -> list[dict]:
@@ -538,37 +518,7 @@ def _write(rng: random.Random) -> TaskItem:
 # - result    a finished tool round in the history (call + tool result) -> a short text answer from the result
 # - chat      tools given, none needed (greeting, thanks, a joke, or no tool for what is asked) -> text
 # - json      no tools; "answer as JSON with keys ..." -> a JSON object with exactly those keys, in that order
-
-TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
-_TOOL_CALL_RE = re.compile(re.escape(TOOL_CALL_OPEN) + r"(.*?)" + re.escape(TOOL_CALL_CLOSE), re.DOTALL)
-
-
-def tool_call_text(calls: list[dict]) -> str:
-    """The model's answer for `calls` ([{"name", "arguments"}]): one `<tool_call>` block per call, nothing between."""
-    return "".join(
-        f'{TOOL_CALL_OPEN}{{"name": {json.dumps(c["name"])}, "arguments": {json.dumps(c["arguments"], ensure_ascii=False)}}}{TOOL_CALL_CLOSE}'
-        for c in calls
-    )
-
-
-def parse_tool_calls(text: str) -> list[dict] | None:
-    """The calls in `text` as [{"name", "arguments"}] (a block that is not valid JSON becomes
-    {"name": None, "arguments": None}); None when `text` has no `<tool_call>` block."""
-    blocks = _TOOL_CALL_RE.findall(text)
-    if not blocks:
-        return None
-    calls = []
-    for block in blocks:
-        try:
-            got = json.loads(block)
-        except json.JSONDecodeError:
-            got = None
-        if isinstance(got, dict):
-            calls.append({"name": got.get("name"), "arguments": got.get("arguments")})
-        else:
-            calls.append({"name": None, "arguments": None})
-    return calls
-
+# (`tool_call_text` and `parse_tool_calls`, which write and read that answer, are in `items`.)
 
 # Values the requests mention (copied verbatim into the arguments)
 _US_PLACES = (
@@ -1211,6 +1161,9 @@ FAMILIES: dict[str, Family] = {
         Family("tool", _tool, _score_tool, False),
         Family("reason", _reason, _score_lines, True),
         Family("write", _write, _score_sentences, True),
+        Family("schema", make_schema, score_fields, False),
+        Family("toolcall", make_toolcall, score_fields, False),
+        Family("label", make_label, score_fields, False),
     )
 }
 
@@ -1255,7 +1208,7 @@ def sample_item(family: str, rng: random.Random, split: str = "train") -> TaskIt
 
 
 __all__ = [
-    "FAMILIES", "SHORT_FAMILIES", "LONG_FAMILIES", "SPLITS", "Family", "TaskItem", "Score",
+    "FAMILIES", "SHORT_FAMILIES", "LONG_FAMILIES", "OPEN_FAMILIES", "SPLITS", "Family", "TaskItem", "Score",
     "generate_suite", "iter_items", "sample_item", "score", "normalize", "split_of", "line_accuracy",
     "tool_call_text", "parse_tool_calls", "TOOL_CALL_OPEN", "TOOL_CALL_CLOSE",
 ]

@@ -39,9 +39,12 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion, DynamicCache
 
 from engines.defaults import CANVAS_SIZES
-from engines.training.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
+from engines.training.tasks import FAMILIES, LONG_FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
 
-OPT_IN_FAMILIES = ("tool",)  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
+OPT_IN_FAMILIES = ("tool",) + OPEN_FAMILIES  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
+# Families with long prompts (tool definitions, a response schema): trained in steps of their own
+# ("tool steps"), so short steps do not pad every row to their length.
+TOOL_STEP_FAMILIES = ("tool", "toolcall", "schema", "label")
 STATE_FILE = "train_state.pt"  # optimizer + step + model state for --resume (never shipped)
 LOG_FILE = "train_log.jsonl"
 
@@ -72,11 +75,13 @@ class TrainConfig:
     long_chunk_probs: tuple[float, float, float] = (0.5, 0.35, 0.15)  # P(k = 0, 1, 2) on long steps
     offset_prob: float = 0.25  # rows whose canvas starts at a random point inside the answer (where verified drafts start)
     self_cond_prob: float = 0.5  # batches trained with a self-conditioning pass
+    skeleton_prob: float = 0.0  # structured rows (items with meta["schema"]) whose canvas is skeleton-seeded
     t_floor: float = 0.05  # lowest corruption rate
     family_weights: dict = field(default_factory=lambda: {"extract": 1.5, "classify": 0.3, "summarize": 0.6, "plan": 1.5, "code": 0.8, "reason": 1.0, "write": 1.0})
     # Families in OPT_IN_FAMILIES train only when `family_weights` names them (older configs replay the same batches).
     tool_batch_prob: float = 0.0  # share of all steps that train the "tool" family alone (its prompts are long; 0: it mixes into short steps)
     batch_tool: int = 16  # rows per batch of a tool step
+    tool_canvas_probs: tuple[float, float, float] | None = None  # P(C = 64, 128, 256) on tool steps (None: short_canvas_probs)
     # progress
     log_every: int = 20  # steps
     eval_every_s: float = 300.0  # held-out exact-match check
@@ -142,6 +147,7 @@ class Batch:
     context_len: int  # P: the cache is cropped here before the decoder pass
     canvas: torch.Tensor  # (B, C) clean canvas: answer slice then EOS fill
     families: list[str]
+    fixed: torch.Tensor | None = None  # (B, C) skeleton positions: given clean, not trained (None: none)
 
 
 def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
@@ -156,20 +162,22 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
     if long_step:
         families = LONG_FAMILIES
     elif tool_step:
-        families = ("tool",)
+        families = TOOL_STEP_FAMILIES
     else:
-        families = tuple(f for f in SHORT_FAMILIES if not (cfg.tool_batch_prob > 0 and f == "tool"))
+        families = tuple(f for f in SHORT_FAMILIES if not (cfg.tool_batch_prob > 0 and f in TOOL_STEP_FAMILIES))
     weights = [family_weight(cfg, f) for f in families]
     if long_step:
         size, k = CANVAS_SIZES[-1], rng.choices(range(3), cfg.long_chunk_probs)[0]
         rows = cfg.batch_long
     else:
-        size, k = rng.choices(CANVAS_SIZES, cfg.short_canvas_probs)[0], 0
+        probs = cfg.tool_canvas_probs if tool_step and cfg.tool_canvas_probs else cfg.short_canvas_probs
+        size, k = rng.choices(CANVAS_SIZES, probs)[0], 0
         rows = cfg.batch_tool if tool_step else cfg.batch_short
-    picked, offsets = [], []
+    picked, offsets, seeded = [], [], []
     while len(picked) < rows:
         family = rng.choices(families, weights)[0]
-        prompt, answer = encode_item(tokenizer, sample_item(family, rng))
+        item = sample_item(family, rng)
+        prompt, answer = encode_item(tokenizer, item)
         if k == 0 and len(answer) > size and not long_step:
             continue  # short steps only take answers that fit the canvas
         if long_step and n_canvases(len(answer) - 1, size) <= k:
@@ -178,6 +186,11 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
         # Block mode starts canvases at canvas boundaries; verified mode drafts from wherever the
         # last round stopped, so some rows put the canvas at a random point inside the answer.
         offsets.append(rng.randrange(1, len(answer)) if rng.random() < cfg.offset_prob else k * size)
+        # Structured rows may get the canvas serving gives them: the skeleton fixed, values in slots.
+        seeded.append(skeleton_canvas(tokenizer, item, size) if k == 0 and "schema" in item.meta
+                      and cfg.skeleton_prob > 0 and rng.random() < cfg.skeleton_prob else None)
+        if seeded[-1] is not None:
+            offsets[-1] = 0
     contexts = [p + a[:o] for (_, p, a), o in zip(picked, offsets)]
     rests = [a[o:] for (_, p, a), o in zip(picked, offsets)]
     P, R = max(map(len, contexts)), max(map(len, rests))
@@ -196,7 +209,28 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
         ar_targets[i, first_answer - 1 : P + len(rest) - 1] = input_ids[i, first_answer : P + len(rest)]
         piece = rest[:size]
         canvas[i, : len(piece)] = torch.tensor(piece)
-    return Batch(input_ids, attention_mask, ar_targets, P, canvas, [f for f, _, _ in picked])
+    fixed = None
+    if any(x is not None for x in seeded):
+        fixed = torch.zeros((B, size), dtype=torch.bool)
+        for i, x in enumerate(seeded):
+            if x is not None:
+                canvas[i], fixed[i] = torch.tensor(x[0]), torch.tensor(x[1])
+    return Batch(input_ids, attention_mask, ar_targets, P, canvas, [f for f, _, _ in picked], fixed)
+
+
+def skeleton_canvas(tokenizer, item: TaskItem, size: int) -> tuple[list[int], list[bool]] | None:
+    """(clean canvas, fixed mask) of a structured item laid out as serving seeds it, or None when
+    its answer does not fit `size` (the row then trains on the plain canvas)."""
+    from engines.skeleton import layout_for_answer, template_for_schema, template_for_tool_call
+
+    schema = item.meta["schema"]
+    template = template_for_tool_call(item.meta["tool"], schema) if "tool" in item.meta else template_for_schema(schema)
+    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    laid = layout_for_answer(template, item.meta["fields"], encode, tokenizer.eos_token_id, size)
+    if laid is None:
+        return None
+    layout, canvas = laid
+    return canvas, layout.fixed
 
 
 def new_cache(model: DiffusionGemmaForBlockDiffusion) -> DynamicCache:
@@ -219,6 +253,9 @@ def losses(model: DiffusionGemmaForBlockDiffusion, batch: Batch, cfg: TrainConfi
     B, C = batch.canvas.shape
     t = cfg.t_floor + (1 - cfg.t_floor) * torch.rand(B, generator=gen)
     noisy = corrupt(batch.canvas, t, vocab, gen)  # (B, C)
+    if batch.fixed is not None:  # a skeleton is given clean, and is certain to self-conditioning (as in engines.seeded)
+        noisy = torch.where(batch.fixed, batch.canvas, noisy)
+        certain = torch.full((B, C, vocab), float("-inf")).scatter_(-1, batch.canvas[..., None], 0.0)
     dec_mask = torch.cat([batch.attention_mask[:, : batch.context_len], torch.ones(B, C, dtype=torch.long)], dim=1)
 
     def decode(sc_logits):
@@ -229,8 +266,11 @@ def losses(model: DiffusionGemmaForBlockDiffusion, batch: Batch, cfg: TrainConfi
     if self_cond:
         with torch.no_grad():
             sc_logits = decode(None)
+            if batch.fixed is not None:
+                sc_logits = torch.where(batch.fixed[..., None], certain, sc_logits)
     logits = decode(sc_logits)
-    dec_loss = F.cross_entropy(logits.reshape(-1, vocab).float(), batch.canvas.reshape(-1))
+    targets = batch.canvas if batch.fixed is None else batch.canvas.masked_fill(batch.fixed, -100)  # skeleton: not trained
+    dec_loss = F.cross_entropy(logits.reshape(-1, vocab).float(), targets.reshape(-1))
     return enc_loss, dec_loss
 
 
@@ -479,9 +519,11 @@ def main(args: argparse.Namespace) -> int:
     # Options only `python -m engines.training.train` takes (the `tandem train` CLI keeps the defaults).
     if getattr(args, "family_weights", None):
         cfg.family_weights = json.loads(args.family_weights)
-    for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items"):
+    for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items", "skeleton_prob"):
         if getattr(args, name, None) is not None:
             setattr(cfg, name, getattr(args, name))
+    if getattr(args, "tool_canvas_probs", None):
+        cfg.tool_canvas_probs = tuple(json.loads(args.tool_canvas_probs))
     if getattr(args, "eval_items_by_family", None):
         cfg.eval_items_by_family = json.loads(args.eval_items_by_family)
     summary = train(cfg, resume=args.resume)
@@ -508,6 +550,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--long-batch-prob", type=float, default=None, help="share of steps that train the long families (default 0.2)")
     p.add_argument("--eval-every-s", type=float, default=None, help="seconds between held-out checks (default 300)")
     p.add_argument("--eval-items", type=int, default=None, help="held-out items per short family in each check (default 4)")
+    p.add_argument("--tool-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on tool steps, e.g. [0.3, 0.7, 0]")
+    p.add_argument("--skeleton-prob", type=float, default=None, help="share of structured rows trained on skeleton-seeded canvases (default 0)")
     p.add_argument("--eval-items-by-family", default=None, help='JSON object of per-family overrides, e.g. \'{"tool": 12}\'')
     return p
 

@@ -94,7 +94,7 @@ def test_every_tool_call_has_arguments_that_validate(engine, mode):
 
 
 def test_block_mode_refuses_a_grammar(engine):
-    with pytest.raises(InvalidRequestError, match="block mode cannot"):
+    with pytest.raises(InvalidRequestError, match="only with a skeleton"):
         engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=schema_spec({"type": "object"}).grammar))
 
 

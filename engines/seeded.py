@@ -1,0 +1,172 @@
+"""Skeleton-seeded block mode: denoise only the value slots of a structured answer's canvas.
+
+A row whose request carries a `skeleton` (an `engines.skeleton.Template`) gets one canvas laid out
+by `CanvasLayout`: the skeleton's tokens are fixed at every step (their logits are one-hot, so the
+sampler accepts them at once and self-conditioning sees them as certain), each slot's logits are
+limited to the tokens its kind may write (a string slot never writes a quote, an integer slot
+only digits and '-') plus the filler, and an enum slot takes, at every step, the choice its
+logits score highest. The stop rule is the library's, with the mean entropy taken over the slots
+only (fixed positions have none and would make any canvas look confident).
+
+After the canvas: the answer is read back, a slot whose value filled it is widened (`widen`) and
+the canvas denoised again, and the answer is checked token by token by the row's grammar. What
+the grammar refuses (or a value past `MAX_CAPACITY`) is finished by constrained AR from the
+longest accepted prefix, on the same engine: the answer always follows the grammar.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import torch
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import StableAndConfidentStoppingCriteria
+
+from engines.batch import prefill
+from engines.rows import Row
+from engines.skeleton import MAX_CAPACITY, CanvasLayout, SlotSpan
+
+KINDS = ("fixed", "string", "integer", "number", "enum", "json")
+MAX_CANVASES = 3  # denoising attempts per answer (the first and two widenings) before AR finishes it
+_NUMERIC = {"integer": set("-0123456789"), "number": set("-+.eE0123456789")}
+
+
+def slot_vocab(texts: list[str], special: set[int], filler: int, vocab_size: int) -> torch.Tensor:
+    """(len(KINDS), V) bool: the tokens each slot kind may write. `texts[t]` is what token t writes."""
+    allowed = torch.zeros(len(KINDS), vocab_size, dtype=torch.bool)
+    for t, text in enumerate(texts):
+        if t in special or not text:
+            continue
+        plain = all(ch >= " " for ch in text)
+        allowed[KINDS.index("string"), t] = plain and '"' not in text and "\\" not in text
+        for kind, chars in _NUMERIC.items():
+            allowed[KINDS.index(kind), t] = all(ch in chars for ch in text)
+        allowed[KINDS.index("json"), t] = True
+    allowed[:, filler] = True
+    allowed[KINDS.index("fixed")] = False  # fixed positions take their skeleton token, set apart
+    return allowed
+
+
+class Seeding:
+    """The fixed tokens and slot rules of a batch of seeded canvases (B, C), one layout per row."""
+
+    def __init__(self, layouts: list[CanvasLayout], allowed: torch.Tensor, device: torch.device):
+        self.layouts = layouts
+        self.tokens = torch.tensor([lay.tokens for lay in layouts], device=device)  # (B, C)
+        self.fixed = torch.tensor([lay.fixed for lay in layouts], device=device)  # (B, C)
+        kinds = torch.zeros(self.tokens.shape, dtype=torch.long)
+        for j, lay in enumerate(layouts):
+            for span in lay.spans:
+                kinds[j, span.start : span.end] = KINDS.index(span.slot.kind)
+        self.kinds = kinds.to(device)
+        self.allowed = allowed.to(device)
+        self.slot_positions = (~self.fixed).sum(-1).clamp(min=1)  # (B,)
+
+    def constrain(self, logits: torch.Tensor) -> torch.Tensor:
+        """Slot rules on the decoder's logits (B, C, V); fixed and enum positions become one-hot."""
+        V = logits.shape[-1]
+        allowed = self.allowed[:, :V][self.kinds]  # (B, C, V)
+        logits = logits.masked_fill(~allowed, float("-inf"))
+        tokens = self.tokens.clone()
+        one_hot = self.fixed.clone()
+        for j, lay in enumerate(self.layouts):
+            for span in lay.spans:
+                if span.slot.kind == "enum":
+                    tokens[j, span.start : span.end] = torch.tensor(best_choice(span, logits[j], lay.filler), device=tokens.device)
+                    one_hot[j, span.start : span.end] = True
+        certain = torch.full_like(logits, float("-inf")).scatter_(-1, tokens[..., None], 0.0)  # (B, C, V)
+        self.step_tokens, self.step_fixed = tokens, one_hot
+        return torch.where(one_hot[..., None], certain, logits)
+
+    def clamp(self, canvas: torch.Tensor) -> torch.Tensor:
+        """`canvas` (B, C) with the fixed (and this step's enum) tokens in place."""
+        tokens, fixed = (self.step_tokens, self.step_fixed) if hasattr(self, "step_tokens") else (self.tokens, self.fixed)
+        return torch.where(fixed, tokens, canvas)
+
+
+def best_choice(span: SlotSpan, logits: torch.Tensor, filler: int) -> list[int]:
+    """The enum choice (its tokens, then filler to the slot's end) the step's logits (C, V) score highest."""
+    logp = torch.log_softmax(logits[span.start : span.end].float(), dim=-1)  # (capacity, V)
+    best, best_score = None, float("-inf")
+    for choice in span.choices:
+        padded = choice + [filler] * (span.capacity - len(choice))
+        # a position the slot rule masked is -inf; a choice is never impossible, so clip
+        score = float(logp.gather(-1, torch.tensor(padded, device=logp.device)[:, None]).clamp(min=-1e4).sum())
+        if score > best_score:
+            best, best_score = padded, score
+    return best
+
+
+class SlotStop(StableAndConfidentStoppingCriteria):
+    """The library's stable-and-confident rule with the mean entropy over slot positions only."""
+
+    def __init__(self, stability_threshold: int, confidence_threshold: float, seeding: Seeding):
+        super().__init__(stability_threshold, float("inf"))  # the parent checks stability only
+        self.slot_confidence = confidence_threshold
+        self.seeding = seeding
+
+    def __call__(self, argmax_canvas: torch.LongTensor, logits: torch.Tensor, **kwargs) -> torch.BoolTensor:
+        stable = super().__call__(argmax_canvas, logits)
+        entropy = torch.distributions.Categorical(logits=logits).entropy()  # (B, C), 0 where fixed
+        entropy = entropy.masked_fill(self.seeding.step_fixed, 0.0)
+        return stable & (entropy.sum(-1) / self.seeding.slot_positions < self.slot_confidence)
+
+
+# --------------------------------------------------------------------------------------------
+# decoding
+
+
+def grammar_prefix(row: Row, tokens: list[int]) -> int:
+    """How many leading `tokens` the row's grammar accepts."""
+    return len(tokens) if row.constraint is None else row.constraint.accepts(tokens)
+
+
+@torch.inference_mode()
+def decode_seeded(engine, rows: list[Row], params) -> list[Row]:
+    """Decode `rows` (block mode, each with a skeleton) by seeded canvases and close those that
+    finish. Returns the rest (a value the grammar refused, or one too long for its slot) with
+    their accepted prefix committed: the caller finishes them with constrained AR."""
+    from engines.block import denoise_canvas
+
+    model = engine.model
+    encode = lambda text: engine.tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+    filler = min(engine.eos_ids)
+    widen: list[dict[str, int]] = [{} for _ in rows]
+    live = list(range(len(rows)))
+    unfinished: list[Row] = []
+    batch, _ = prefill(model, rows, engine.pad_id, logits="none")
+    for attempt in range(MAX_CANVASES):
+        size = max(CanvasLayout.build(rows[j].request.skeleton, encode, filler, widen[j]).length for j in live)
+        layouts = [CanvasLayout.build(rows[j].request.skeleton, encode, filler, widen[j], size) for j in live]
+        seeding = Seeding(layouts, engine.slot_vocab, model.device)
+        began = time.time_ns()
+        canvas, steps = denoise_canvas(batch, [rows[j].generator for j in live], replace(params, canvas=size), seeding)
+        ended = time.time_ns()
+        again = []
+        for i, j in enumerate(live):
+            row, layout = rows[j], layouts[i]
+            row.stats.decoder_calls += int(steps[i])
+            row.stats.steps_per_canvas.append(int(steps[i]))
+            row.stats.canvas_times_ns.append((began, ended))
+            answer, overflowed = layout.read(canvas[i].tolist())
+            capacity = {s.slot.path: s.capacity for s in layout.spans}
+            grown = {p: min(MAX_CAPACITY, 2 * capacity[p]) for p in overflowed}
+            if attempt + 1 < MAX_CANVASES and not row.cancelled and any(grown[p] > capacity[p] for p in grown):
+                widen[j].update(grown)  # a value filled its slot: denoise again with the slot wider
+                again.append(i)
+                continue
+            if not row.cancelled:
+                ok = grammar_prefix(row, answer)
+                row.extend(answer[:ok])
+                if row.constraint is None and ok == len(answer) and not overflowed and not row.finished:
+                    row.extend([filler])  # no grammar to say the answer is complete: the skeleton is
+            if row.leaving:
+                row.close()
+            else:
+                row.stats.seeded_fallback = True
+                unfinished.append(row)
+        if not again:
+            break
+        batch.select(torch.tensor(again, device=model.device))
+        live = [live[i] for i in again]
+    return unfinished
