@@ -30,7 +30,7 @@ from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
 from engines.rows import Row
 from engines.sampling import make_generator
-from engines.seeded import decode_seeded, slot_vocab
+from engines.seeded import Seeder, decode_seeded, slot_vocab
 from engines.types import MODES, GenerationRequest, GenerationResult
 from engines.verified import decode_verified
 
@@ -49,7 +49,8 @@ class DiffusionEngine:
         eos = self.defaults.eos_token_id if self.defaults.eos_token_id is not None else text.eos_token_id
         self.eos_ids = frozenset([eos] if isinstance(eos, int) else eos)
         self.grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.vocab_size)
-        self.slot_vocab = slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), min(self.eos_ids), self.vocab_size)
+        filler = min(self.eos_ids)
+        self.seeder = Seeder(self.tokenizer, filler, slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), filler, self.vocab_size))
         self._lock = threading.Lock()
 
     @classmethod
@@ -69,7 +70,7 @@ class DiffusionEngine:
             stability_threshold=pick(req.stability_threshold, d.stability_threshold if d.stability_threshold is not None else 1),
             confidence_threshold=float(pick(req.confidence_threshold, d.confidence_threshold or 0.005)),
             entropy_bound=float(pick(req.entropy_bound, d.sampler_config.entropy_bound if d.sampler_config else 0.1)),
-            seeded=req.skeleton is not None and req.mode == "block",
+            seeded=req.skeleton is not None,
         )
 
     def prompt_ids(self, req: GenerationRequest) -> list[int]:
@@ -173,13 +174,13 @@ class DiffusionEngine:
         if mode == "ar":
             decode_ar(self.model, rows, self.pad_id, admit, max_batch)
         elif mode == "block" and params.seeded:
-            unfinished = decode_seeded(self, rows, params)
+            unfinished = decode_seeded(self.model, rows, params, self.pad_id, self.seeder)
             if unfinished:  # what the canvases could not finish under the grammar, constrained AR does
                 decode_ar(self.model, unfinished, self.pad_id)
         elif mode == "block":
             decode_block(self.model, rows, params, self.pad_id, admit, max_batch)
         else:
-            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch)
+            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None)
 
     def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any

@@ -101,15 +101,23 @@ class SlotStop(StableAndConfidentStoppingCriteria):
     """The library's stable-and-confident rule with the mean entropy over slot positions only."""
 
     def __init__(self, stability_threshold: int, confidence_threshold: float, seeding: Seeding):
-        super().__init__(stability_threshold, float("inf"))  # the parent checks stability only
-        self.slot_confidence = confidence_threshold
+        super().__init__(stability_threshold, confidence_threshold)
         self.seeding = seeding
 
     def __call__(self, argmax_canvas: torch.LongTensor, logits: torch.Tensor, **kwargs) -> torch.BoolTensor:
-        stable = super().__call__(argmax_canvas, logits)
+        # stability exactly as the parent tracks it (its confidence check would cost a second entropy pass)
+        if self.stability_threshold == 0:
+            stable = torch.ones(logits.shape[0], device=logits.device, dtype=torch.bool)
+        else:
+            if self.argmax_canvas_history is None:
+                self.argmax_canvas_history = torch.full((self.stability_threshold, *argmax_canvas.shape), -1,
+                                                        dtype=argmax_canvas.dtype, device=argmax_canvas.device)
+            stable = (self.argmax_canvas_history == argmax_canvas[None]).all(dim=-1).all(dim=0)
+            self.argmax_canvas_history = torch.roll(self.argmax_canvas_history, shifts=-1, dims=0)
+            self.argmax_canvas_history[-1] = argmax_canvas
         entropy = torch.distributions.Categorical(logits=logits).entropy()  # (B, C), 0 where fixed
         entropy = entropy.masked_fill(self.seeding.step_fixed, 0.0)
-        return stable & (entropy.sum(-1) / self.seeding.slot_positions < self.slot_confidence)
+        return stable & (entropy.sum(-1) / self.seeding.slot_positions < self.confidence_threshold)
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,35 +129,67 @@ def grammar_prefix(row: Row, tokens: list[int]) -> int:
     return len(tokens) if row.constraint is None else row.constraint.accepts(tokens)
 
 
-@torch.inference_mode()
-def decode_seeded(engine, rows: list[Row], params) -> list[Row]:
-    """Decode `rows` (block mode, each with a skeleton) by seeded canvases and close those that
-    finish. Returns the rest (a value the grammar refused, or one too long for its slot) with
-    their accepted prefix committed: the caller finishes them with constrained AR."""
-    from engines.block import denoise_canvas
+class Seeder:
+    """Lays out and denoises seeded canvases for one engine (its tokenizer, filler and slot vocabularies)."""
 
-    model = engine.model
-    encode = lambda text: engine.tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
-    filler = min(engine.eos_ids)
-    widen: list[dict[str, int]] = [{} for _ in rows]
-    live = list(range(len(rows)))
-    unfinished: list[Row] = []
-    batch, _ = prefill(model, rows, engine.pad_id, logits="none")
-    for attempt in range(MAX_CANVASES):
-        size = max(CanvasLayout.build(rows[j].request.skeleton, encode, filler, widen[j]).length for j in live)
-        layouts = [CanvasLayout.build(rows[j].request.skeleton, encode, filler, widen[j], size) for j in live]
-        seeding = Seeding(layouts, engine.slot_vocab, model.device)
+    def __init__(self, tokenizer, filler: int, allowed: torch.Tensor):
+        self.tokenizer = tokenizer
+        self.filler = filler
+        self.allowed = allowed  # (len(KINDS), V) from slot_vocab
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def layouts(self, rows: list[Row], widen: list[dict[str, int]]) -> list[CanvasLayout]:
+        """One layout per row, all padded to the longest."""
+        size = max(CanvasLayout.build(r.request.skeleton, self.encode, self.filler, w).length for r, w in zip(rows, widen))
+        return [CanvasLayout.build(r.request.skeleton, self.encode, self.filler, w, size) for r, w in zip(rows, widen)]
+
+    def denoise(self, batch, rows: list[Row], layouts: list[CanvasLayout], params) -> tuple[list[list[int]], list[list[str]], torch.Tensor]:
+        """Denoise one seeded canvas per row after the batch's cached tokens, and count it.
+        Returns each row's answer tokens, the slots that overflowed, and the steps (B,)."""
+        from engines.block import denoise_canvas
+
+        seeding = Seeding(layouts, self.allowed, batch.mask.device)
         began = time.time_ns()
-        canvas, steps = denoise_canvas(batch, [rows[j].generator for j in live], replace(params, canvas=size), seeding)
+        canvas, steps = denoise_canvas(batch, [r.generator for r in rows], replace(params, canvas=len(layouts[0].tokens)), seeding)
         ended = time.time_ns()
-        again = []
-        for i, j in enumerate(live):
-            row, layout = rows[j], layouts[i]
+        answers, overflowed = [], []
+        for i, row in enumerate(rows):
             row.stats.decoder_calls += int(steps[i])
             row.stats.steps_per_canvas.append(int(steps[i]))
             row.stats.canvas_times_ns.append((began, ended))
-            answer, overflowed = layout.read(canvas[i].tolist())
-            capacity = {s.slot.path: s.capacity for s in layout.spans}
+            answer, over = layouts[i].read(canvas[i].tolist())
+            answers.append(answer)
+            overflowed.append(over)
+        return answers, overflowed, steps
+
+    def drafts(self, batch, rows: list[Row], params) -> tuple[torch.Tensor, torch.Tensor]:
+        """Verified mode's first drafts: each row's seeded answer, then filler, as one (B, C) tensor."""
+        answers, _, steps = self.denoise(batch, rows, self.layouts(rows, [{} for _ in rows]), params)
+        width = max(len(a) for a in answers) + 1
+        draft = torch.full((len(rows), width), self.filler, dtype=torch.long, device=batch.mask.device)
+        for i, answer in enumerate(answers):
+            draft[i, : len(answer)] = torch.tensor(answer, dtype=torch.long)
+        return draft, steps
+
+
+@torch.inference_mode()
+def decode_seeded(model, rows: list[Row], params, pad_id: int, seeder: Seeder) -> list[Row]:
+    """Decode `rows` (block mode, each with a skeleton) by seeded canvases and close those that
+    finish. Returns the rest (a value the grammar refused, or one too long for its slot) with
+    their accepted prefix committed: the caller finishes them with constrained AR."""
+    widen: list[dict[str, int]] = [{} for _ in rows]
+    live = list(range(len(rows)))
+    unfinished: list[Row] = []
+    batch, _ = prefill(model, rows, pad_id, logits="none")
+    for attempt in range(MAX_CANVASES):
+        layouts = seeder.layouts([rows[j] for j in live], [widen[j] for j in live])
+        answers, overflows, _ = seeder.denoise(batch, [rows[j] for j in live], layouts, params)
+        again = []
+        for i, j in enumerate(live):
+            row, answer, overflowed = rows[j], answers[i], overflows[i]
+            capacity = {s.slot.path: s.capacity for s in layouts[i].spans}
             grown = {p: min(MAX_CAPACITY, 2 * capacity[p]) for p in overflowed}
             if attempt + 1 < MAX_CANVASES and not row.cancelled and any(grown[p] > capacity[p] for p in grown):
                 widen[j].update(grown)  # a value filled its slot: denoise again with the slot wider
@@ -159,7 +199,7 @@ def decode_seeded(engine, rows: list[Row], params) -> list[Row]:
                 ok = grammar_prefix(row, answer)
                 row.extend(answer[:ok])
                 if row.constraint is None and ok == len(answer) and not overflowed and not row.finished:
-                    row.extend([filler])  # no grammar to say the answer is complete: the skeleton is
+                    row.extend([seeder.filler])  # no grammar to say the answer is complete: the skeleton is
             if row.leaving:
                 row.close()
             else:

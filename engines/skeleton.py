@@ -141,6 +141,17 @@ def template_for_tool_call(name: str, parameters: dict) -> Template:
     return _merge([head, *_value(parameters, "$", 0, " "), Fixed("}</tool_call>")])
 
 
+def template_for_tool_choice(tools: list[tuple[str, dict]]) -> Template:
+    """The skeleton of one call to one of `tools` ([(name, parameters)]): the whole call for one
+    tool; for several, the name is an enum slot and the arguments a json slot (the grammar holds
+    them to the chosen tool's parameters)."""
+    if len(tools) == 1:
+        return template_for_tool_call(*tools[0])
+    names = tuple(" " + json.dumps(name) for name, _ in tools)
+    return (Fixed('<tool_call>{"name":'), Slot("enum", 0, "$.name", names), Fixed(', "arguments": '),
+            Slot("json", 2 * CAPACITY["json"], "$.arguments"), Fixed("}</tool_call>"))
+
+
 def slots(template: Template) -> list[Slot]:
     return [p for p in template if isinstance(p, Slot)]
 

@@ -84,11 +84,12 @@ class Rows:
     predicted: torch.Tensor  # (B,) the AR choice for each row's next position
 
 
-def verify_round(rows: Rows, params: BlockParams) -> None:
-    """One round for every live row: draft, commit pass, accept, correct. Updates `rows` in place."""
+def verify_round(rows: Rows, params: BlockParams, seeder=None) -> None:
+    """One round for every live row: draft, commit pass, accept, correct. Updates `rows` in place.
+    With a `seeder` (engines.seeded.Seeder) the drafts are the rows' skeleton-seeded answers."""
     batch, live, device = rows.batch, rows.live, rows.batch.mask.device
     began = time.time_ns()
-    draft, steps = draft_canvas(batch, live, params)  # (B, C)
+    draft, steps = seeder.drafts(batch, live, params) if seeder else draft_canvas(batch, live, params)  # (B, C)
     start = batch.slots
     commit_logits = batch.encode(draft, logits="all")  # (B, C, V): AR choice after each draft token
     ar = torch.cat([rows.predicted[:, None], ar_choices(live, draft, commit_logits, rows.predicted)], dim=1)  # (B, C + 1)
@@ -98,11 +99,12 @@ def verify_round(rows: Rows, params: BlockParams) -> None:
     committed = []
     for j, row in enumerate(live):
         k = int(accepted[j])
-        row.stats.decoder_calls += int(steps[j])
+        if seeder is None:  # the seeder counted its canvas
+            row.stats.decoder_calls += int(steps[j])
+            row.stats.steps_per_canvas.append(int(steps[j]))
+            row.stats.canvas_times_ns.append((began, ended))
         row.stats.encoder_calls += 1
-        row.stats.steps_per_canvas.append(int(steps[j]))
-        row.stats.canvas_times_ns.append((began, ended))
-        row.stats.drafted += params.canvas
+        row.stats.drafted += draft.shape[1]
         row.stats.accepted += k
         committed.append(draft[j, :k].tolist() + [int(ar[j, k])])
     keep = retire(live, committed)
@@ -123,9 +125,11 @@ def verify_round(rows: Rows, params: BlockParams) -> None:
 
 @torch.inference_mode()
 def decode_verified(
-    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0
+    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None
 ) -> None:
-    """Decode `rows` in verified mode; newcomers from `admit` join between rounds."""
+    """Decode `rows` in verified mode; newcomers from `admit` join between rounds. Rows with a
+    skeleton (`seeder` given, params.seeded) draft their first round as skeleton-seeded answers:
+    the skeleton is accepted for free wherever the values before it were; later rounds draft plainly."""
     context = context_length(model)
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
     main = Rows(batch, list(rows), next_tokens(rows, logits[:, None])[:, 0])  # the batch newcomers join
@@ -136,7 +140,8 @@ def decode_verified(
         if leaving:
             main.live, main.predicted = [main.live[j] for j in stay], main.predicted[stay]
         if main.live:
-            verify_round(main, params)
+            verify_round(main, params, seeder)
+            seeder = None  # seeded drafts cover the answer from its start: the first round only
         for own in alone:
             # validate() let in only prompt + max_new_tokens <= context, so the room is never empty
             verify_round(own, replace(params, canvas=min(params.canvas, room_left(own.batch, context))))

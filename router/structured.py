@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from engines.constraint import grammar_problems
 from engines.errors import InvalidRequestError
-from engines.skeleton import Template, template_for_schema, template_for_tool_call
+from engines.skeleton import Template, template_for_schema, template_for_tool_choice
 from router.schemas import SchemaCheck, compile_schema
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
@@ -63,7 +63,7 @@ class OutputSpec:
     structured: Structured | None = None  # what the grammar is, for routing and headers
     content_check: SchemaCheck | None = None  # response_format, for a content answer
     # The answer's fixed skeleton (engines.skeleton), when its shape is known in advance: a
-    # json_schema, or exactly one tool that must be called. Block mode denoises only its slots.
+    # json_schema, or a tool call that must be made. Block mode denoises only its slots.
     skeleton: Template | None = None
     schema: dict | None = None  # the json_schema the model is told about (engines.skeleton.schema_instruction)
 
@@ -179,5 +179,5 @@ def output_spec(req) -> OutputSpec:
     problems = grammar_problems(grammar)
     if problems:  # a bug here, not the client's: say so plainly
         raise _bad(f"the tools cannot be turned into an output grammar: {'; '.join(problems)}", "tools", "unsupported_schema")
-    skeleton = template_for_tool_call(callable_[0].name, callable_[0].parameters) if required and len(callable_) == 1 else None
+    skeleton = template_for_tool_choice([(t.name, t.parameters) for t in callable_]) if required else None
     return OutputSpec(tools, [t.name for t in callable_], required, grammar, "tools", content_check, skeleton)

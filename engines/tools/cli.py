@@ -38,7 +38,8 @@ def _lazy(module: str, func: str = "main"):
     return run
 
 
-def register(commands, bench_commands) -> None:
+def register(commands, bench_commands):
+    """Add the engine-side subcommands; returns the `eval` subcommands, for the router's `eval structured`."""
     p = commands.add_parser("train", help="train the embedded tiny DiffusionGemma on the task suite (or fine-tune one)")
     p.add_argument("--out", default="runs/tandem-tiny", help="run directory: checkpoint, train_state.pt, train_log.jsonl")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
@@ -74,8 +75,10 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--plot", default=None, help="save a PNG of quality against denoising steps here")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.set_defaults(func=_lazy("engines.training.evaluate"))
+    evals = eval_commands
 
     p = commands.add_parser("demo", help="decode one prompt in block, verified and AR mode and print the stats")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
     p.add_argument("prompt", nargs="?", default=None)
     p.set_defaults(func=_lazy("engines.tools.demo"))
+    return evals

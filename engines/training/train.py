@@ -221,12 +221,15 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
 def skeleton_canvas(tokenizer, item: TaskItem, size: int) -> tuple[list[int], list[bool]] | None:
     """(clean canvas, fixed mask) of a structured item laid out as serving seeds it, or None when
     its answer does not fit `size` (the row then trains on the plain canvas)."""
-    from engines.skeleton import layout_for_answer, template_for_schema, template_for_tool_call
+    from engines.skeleton import layout_for_answer, template_for_schema, template_for_tool_choice
 
-    schema = item.meta["schema"]
-    template = template_for_tool_call(item.meta["tool"], schema) if "tool" in item.meta else template_for_schema(schema)
+    if "tool" in item.meta:  # as the gateway seeds a required call: one tool's whole call, or the name among several
+        template = template_for_tool_choice([(t["name"], t["parameters"]) for t in item.tools])
+        answer = item.meta["fields"] if len(item.tools) == 1 else {"name": item.meta["tool"], "arguments": item.meta["fields"]}
+    else:
+        template, answer = template_for_schema(item.meta["schema"]), item.meta["fields"]
     encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
-    laid = layout_for_answer(template, item.meta["fields"], encode, tokenizer.eos_token_id, size)
+    laid = layout_for_answer(template, answer, encode, tokenizer.eos_token_id, size)
     if laid is None:
         return None
     layout, canvas = laid

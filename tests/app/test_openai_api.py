@@ -4,6 +4,7 @@ import json
 import time
 
 import httpx
+import jsonschema
 import openai
 import pytest
 
@@ -111,6 +112,40 @@ def test_json_mode_asked_of_block_is_decoded_under_a_grammar_elsewhere(base_url)
     assert r.status_code == 200, r.text
     assert (r.headers["x-tandem-mode"], r.headers["x-tandem-route-reason"], r.headers["x-tandem-structured"]) == ("ar", "constrained", "json_object")
     assert isinstance(json.loads(r.json()["choices"][0]["message"]["content"]), dict)
+
+
+INVOICE_SCHEMA = {"type": "object", "properties": {"invoice": {"type": "string"}, "total": {"type": "number"},
+                                                    "status": {"enum": ["paid", "open"]}}, "required": ["invoice", "total", "status"]}
+
+
+@pytest.mark.parametrize("model", ["tandem", "tandem-block"])
+def test_a_json_schema_answer_is_denoised_in_its_skeleton_and_validates(base_url, model):
+    # A json_schema fixes the answer's skeleton: block mode (skeleton_mode) seeds the canvas with
+    # it; even the random test model's answer validates, and the decision says why.
+    body = {"model": model, "messages": MSG, "max_tokens": 60,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "invoice", "schema": INVOICE_SCHEMA}}}
+    r = httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert (r.headers["x-tandem-mode"], r.headers["x-tandem-structured"]) == ("block", "json_schema")
+    if model == "tandem":
+        assert r.headers["x-tandem-route-reason"] == "skeleton"
+    jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), INVOICE_SCHEMA)
+    assert r.json()["tandem"]["forwards"] >= 2  # the prefill and at least one denoising step
+
+
+def test_a_required_tool_call_is_denoised_in_its_skeleton(base_url):
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}},
+             {"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}]
+    body = {"model": "tandem", "messages": MSG, "max_tokens": 80, "tools": tools, "tool_choice": "required"}
+    r = httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert (r.headers["x-tandem-mode"], r.headers["x-tandem-route-reason"]) == ("block", "skeleton")
+    message = r.json()["choices"][0]["message"]
+    assert r.json()["choices"][0]["finish_reason"] == "tool_calls" and message["tool_calls"]
+    for call in message["tool_calls"]:
+        tool = next(t["function"] for t in tools if t["function"]["name"] == call["function"]["name"])
+        jsonschema.validate(json.loads(call["function"]["arguments"]), tool["parameters"])
 
 
 def test_health_and_ready(base_url):

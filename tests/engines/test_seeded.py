@@ -130,3 +130,13 @@ def test_other_modes_ignore_the_skeleton_and_follow_the_grammar(engine, mode):
     r = engine.generate(GenerationRequest(messages=ASK, mode=mode, grammar=spec.grammar, skeleton=spec.skeleton, seed=1, max_new_tokens=32,
                                           max_denoising_steps=2))
     assert isinstance(json.loads(r.text)["n"], int)
+
+
+@settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(schema=schemas, seed=st.integers(0, 2**16))
+def test_verified_with_a_seeded_first_draft_equals_constrained_ar(engine, schema, seed):
+    spec = schema_spec(schema)
+    ar, verified = (engine.generate(GenerationRequest(messages=ASK, mode=m, grammar=spec.grammar, skeleton=spec.skeleton, max_new_tokens=120,
+                                                      seed=seed, max_denoising_steps=2)) for m in ("ar", "verified"))
+    assert verified.token_ids == ar.token_ids
+    assert verified.stats.steps_per_canvas  # it drafted

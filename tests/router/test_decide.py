@@ -213,3 +213,15 @@ def test_a_request_ar_can_serve_fits_whatever_mode_routing_picks(route, engine, 
     engine.validate(request)
     with pytest.raises(ContextLengthError):  # one token more does not fit, in any mode
         engine.validate(replace(request, max_new_tokens=max_tokens + 1))
+
+
+def test_an_answer_with_a_skeleton_goes_to_skeleton_mode_and_other_grammars_to_constrained_mode(route):
+    router = route(skeleton_mode="block", constrained_mode="ar")
+    assert router.decide(req(structured="json_schema", skeleton=True)).mode == "block"
+    moved = router.decide(req(ESSAY, structured="json_schema", skeleton=True))  # a task that would go to AR
+    assert (moved.mode, moved.rule) == ("block", "skeleton") and "fixed skeleton" in moved.reason
+    free = router.decide(req(structured="json_object"))
+    assert (free.mode, free.rule) == ("ar", "constrained")
+    # logprobs need the AR distribution even with a skeleton; a forced mode is kept
+    assert router.decide(req(structured="json_schema", skeleton=True, logprobs=True)).mode == "ar"
+    assert route(skeleton_mode="ar").decide(req(structured="json_schema", skeleton=True, model="tandem-verified")).mode == "verified"

@@ -111,3 +111,18 @@ def test_bad_definitions_are_400s_naming_the_field(tools, choice, param, code):
     with pytest.raises(InvalidRequestError) as err:
         spec(tools, choice)
     assert (err.value.status, err.value.param, err.value.code) == (400, param, code)
+
+
+def test_the_answers_skeleton_is_known_when_its_shape_is_fixed():
+    from engines.skeleton import Slot
+    from router.openai_api import ResponseFormat
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    fmt = ResponseFormat(type="json_schema", json_schema={"name": "s", "schema": schema})
+    assert spec(fmt=fmt).skeleton is not None and spec(fmt=fmt).schema == schema
+    assert spec(fmt=ResponseFormat(type="json_object")).skeleton is None  # any object: no fixed shape
+    named = spec([WEATHER, PING], {"type": "function", "function": {"name": "get_weather"}}).skeleton
+    assert named[0].text.startswith('<tool_call>{"name": "get_weather"')
+    several = spec([WEATHER, PING], "required").skeleton  # the name is an enum slot among the callable tools
+    assert next(p for p in several if isinstance(p, Slot)).choices == (' "get_weather"', ' "ping"')
+    assert spec([WEATHER, PING], "auto").skeleton is None  # the model may answer in text
