@@ -70,7 +70,8 @@ class DiffusionEngine:
             stability_threshold=pick(req.stability_threshold, d.stability_threshold if d.stability_threshold is not None else 1),
             confidence_threshold=float(pick(req.confidence_threshold, d.confidence_threshold or 0.005)),
             entropy_bound=float(pick(req.entropy_bound, d.sampler_config.entropy_bound if d.sampler_config else 0.1)),
-            seeded=req.skeleton is not None,
+            # verified drafts seeded only where the skeleton is sure to be the answer's (a text answer would reject it)
+            seeded=req.skeleton is not None and (req.mode == "block" or not req.skeleton_optional),
         )
 
     def prompt_ids(self, req: GenerationRequest) -> list[int]:

@@ -24,7 +24,7 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import Stabl
 
 from engines.batch import prefill
 from engines.rows import Row
-from engines.skeleton import MAX_CAPACITY, CanvasLayout, SlotSpan
+from engines.skeleton import MAX_CAPACITY, CanvasLayout, Fixed, SlotSpan
 
 KINDS = ("fixed", "string", "integer", "number", "enum", "json")
 MAX_CANVASES = 3  # denoising attempts per answer (the first and two widenings) before AR finishes it
@@ -174,15 +174,36 @@ class Seeder:
         return draft, steps
 
 
+def starts_skeleton(row: Row, logits: torch.Tensor, seeder: Seeder) -> bool:
+    """Whether the row's first AR choice (greedy, under its grammar) from the prefill's logits (V,)
+    is the skeleton's first token."""
+    first = row.request.skeleton[0]
+    if not isinstance(first, Fixed):
+        return True
+    if row.constraint is not None:
+        logits = row.constraint.mask_(logits.clone())
+    return int(logits.argmax()) == seeder.encode(first.text)[0]
+
+
 @torch.inference_mode()
 def decode_seeded(model, rows: list[Row], params, pad_id: int, seeder: Seeder) -> list[Row]:
     """Decode `rows` (block mode, each with a skeleton) by seeded canvases and close those that
     finish. Returns the rest (a value the grammar refused, or one too long for its slot) with
     their accepted prefix committed: the caller finishes them with constrained AR."""
+    unfinished: list[Row] = []
+    batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
+    optional = [j for j, r in enumerate(rows) if r.request.skeleton_optional and not starts_skeleton(r, logits[j], seeder)]
+    if optional:  # the model does not begin the skeleton (a text answer instead of a call): AR writes it
+        unfinished += [rows[j] for j in optional]
+        for j in optional:
+            rows[j].stats.seeded_fallback = True
+        keep = [j for j in range(len(rows)) if j not in optional]
+        if not keep:
+            return unfinished
+        batch.select(torch.tensor(keep, device=model.device))
+        rows = [rows[j] for j in keep]
     widen: list[dict[str, int]] = [{} for _ in rows]
     live = list(range(len(rows)))
-    unfinished: list[Row] = []
-    batch, _ = prefill(model, rows, pad_id, logits="none")
     for attempt in range(MAX_CANVASES):
         layouts = seeder.layouts([rows[j] for j in live], [widen[j] for j in live])
         answers, overflows, _ = seeder.denoise(batch, [rows[j] for j in live], layouts, params)

@@ -37,6 +37,16 @@ MAX_CAPACITY = 64  # a slot never grows past this; longer values are finished by
 MAX_DEPTH = 8  # nesting a skeleton follows; deeper parts become json slots
 
 
+# Separators the chat template's `tojson` and `json.dumps` write, given to llguidance's JSON grammar
+# so that constrained answers, skeletons and history all look alike.
+JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+
+def json_schema_grammar(schema: dict) -> str:
+    """The llguidance grammar (serialized) of an answer under `schema`, in JSON_STYLE."""
+    return json.dumps({"grammars": [{"json_schema": dict(schema) | {"x-guidance": JSON_STYLE}}]})
+
+
 def schema_instruction(schema: dict) -> str:
     """The system turn's text for a response schema (compact JSON, keys in their order)."""
     return SCHEMA_INSTRUCTION + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))

@@ -28,6 +28,9 @@ class GenerationRequest:
     # The fixed skeleton of a structured answer (engines.skeleton.Template): block mode seeds its
     # canvas with it and denoises only the value slots (engines.seeded); the grammar checks the result.
     skeleton: tuple | None = None
+    # The answer may also be something else (tool_choice auto: a call or a text answer): the skeleton
+    # is used only when the model's first token, under the grammar, is where the skeleton starts.
+    skeleton_optional: bool = False
     logprobs: int | None = None  # None: none; k >= 0: each output token's log-probability and the k most likely (AR distribution)
     mode: Mode = "block"  # block: diffusion canvases; verified: diffusion drafts checked by AR; ar: token by token
     max_new_tokens: int = DEFAULT_MAX_TOKENS  # hard cap on output tokens (finish_reason "length" when hit)

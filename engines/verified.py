@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from engines.ar import choose, next_tokens
+from engines.ar import choose, decode_ar, next_tokens
 from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, context_length, denoise_canvas, room_left, split_near_the_end
 from engines.rows import Admit, Row, retire
@@ -128,11 +128,19 @@ def decode_verified(
     model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None
 ) -> None:
     """Decode `rows` in verified mode; newcomers from `admit` join between rounds. Rows with a
-    skeleton (`seeder` given, params.seeded) draft their first round as skeleton-seeded answers:
-    the skeleton is accepted for free wherever the values before it were; later rounds draft plainly."""
+    skeleton (`seeder` given, params.seeded) draft one round as skeleton-seeded answers (the
+    skeleton is accepted for free wherever the values before it were); AR finishes the rest."""
     context = context_length(model)
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
     main = Rows(batch, list(rows), next_tokens(rows, logits[:, None])[:, 0])  # the batch newcomers join
+    if seeder is not None:
+        # Seeded drafts cover the answer from its start, so they serve one round; a plain canvas
+        # drafted after a mismatch inside a value is mostly rejected under the grammar, so what
+        # the seeded draft left, constrained AR finishes (the same tokens, at AR's cost).
+        verify_round(main, params, seeder)
+        if main.live:
+            decode_ar(model, main.live, pad_id)
+        return
     alone: list[Rows] = []  # rows near the end of the context, each in a batch of its own
     while True:
         stay, leaving = split_near_the_end(main.batch, params.canvas, context)
@@ -140,8 +148,7 @@ def decode_verified(
         if leaving:
             main.live, main.predicted = [main.live[j] for j in stay], main.predicted[stay]
         if main.live:
-            verify_round(main, params, seeder)
-            seeder = None  # seeded drafts cover the answer from its start: the first round only
+            verify_round(main, params)
         for own in alone:
             # validate() let in only prompt + max_new_tokens <= context, so the room is never empty
             verify_round(own, replace(params, canvas=min(params.canvas, room_left(own.batch, context))))

@@ -25,14 +25,12 @@ from typing import Any, Literal
 
 from engines.constraint import grammar_problems
 from engines.errors import InvalidRequestError
-from engines.skeleton import Template, template_for_schema, template_for_tool_choice
+from engines.skeleton import JSON_STYLE, Template, template_for_schema, template_for_tool_choice
 from router.schemas import SchemaCheck, compile_schema
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
 MAX_TOOLS = 128  # OpenAI's limit
 MAX_PARALLEL_CALLS = 8  # calls in one answer: bounds a model that never stops calling
-# Separators the chat template's `tojson` writes, so history and new answers look alike.
-JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 
 Structured = Literal["tools", "json_schema", "json_object"]
@@ -65,6 +63,7 @@ class OutputSpec:
     # The answer's fixed skeleton (engines.skeleton), when its shape is known in advance: a
     # json_schema, or a tool call that must be made. Block mode denoises only its slots.
     skeleton: Template | None = None
+    skeleton_optional: bool = False  # tool_choice auto: the skeleton only if the model begins a call (else a text answer)
     schema: dict | None = None  # the json_schema the model is told about (engines.skeleton.schema_instruction)
 
     def tool(self, name: str) -> Tool | None:
@@ -172,12 +171,14 @@ def output_spec(req) -> OutputSpec:
         if content_schema is not None:
             grammar = json.dumps({"grammars": [{"json_schema": content_schema}]})
         skeleton = template_for_schema(schema) if schema is not None else None
-        return OutputSpec(tools, [], False, grammar, structured, content_check, skeleton, schema)
+        return OutputSpec(tools, [], False, grammar, structured, content_check, skeleton=skeleton, schema=schema)
     callable_ = [t for t in tools if named is None or t.name == named]
     required = choice == "required" or named is not None
     grammar = json.dumps({"grammars": [{"lark_grammar": _lark(callable_, parallel and not named, required, content_schema)}]})
     problems = grammar_problems(grammar)
     if problems:  # a bug here, not the client's: say so plainly
         raise _bad(f"the tools cannot be turned into an output grammar: {'; '.join(problems)}", "tools", "unsupported_schema")
-    skeleton = template_for_tool_choice([(t.name, t.parameters) for t in callable_]) if required else None
-    return OutputSpec(tools, [t.name for t in callable_], required, grammar, "tools", content_check, skeleton)
+    # A call's skeleton; under `auto` only if the model begins a call (a JSON content answer has a shape of its own: none)
+    skeleton = template_for_tool_choice([(t.name, t.parameters) for t in callable_]) if required or content_schema is None else None
+    return OutputSpec(tools, [t.name for t in callable_], required, grammar, "tools", content_check, skeleton,
+                      skeleton_optional=skeleton is not None and not required)

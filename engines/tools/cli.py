@@ -80,5 +80,7 @@ def register(commands, bench_commands):
     p = commands.add_parser("demo", help="decode one prompt in block, verified and AR mode and print the stats")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
     p.add_argument("prompt", nargs="?", default=None)
+    p.add_argument("--schema", default=None, help="JSON Schema of the answer (default: name and city)")
+    p.add_argument("--free", action="store_true", help="no schema: decode the prompt as free text")
     p.set_defaults(func=_lazy("engines.tools.demo"))
     return evals

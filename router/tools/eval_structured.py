@@ -25,12 +25,13 @@ import time
 import jsonschema
 
 from engines.skeleton import SCHEMA_INSTRUCTION
-from engines.training.items import TaskItem, parse_tool_calls
+from engines.training.items import TaskItem
 from engines.training.open_tasks import field_matches
 from engines.types import GenerationRequest
 from router.calls import chat_call
 from router.openai_api import ChatCompletionRequest
 from router.structured import output_spec
+from router.tool_calls import read_answer
 
 FAMILIES = ("schema", "toolcall", "label")
 MODES = ("ar", "block+skeleton", "block", "verified")
@@ -60,13 +61,13 @@ def engine_request(item: TaskItem, mode: str, seed: int) -> GenerationRequest:
 
 def valid(item: TaskItem, text: str) -> bool:
     try:
-        if item.family == "toolcall":
-            calls = parse_tool_calls(text)
+        if item.family == "toolcall":  # read as the gateway reads a calling answer
+            content, calls = read_answer(text, True)
             tools = {t["name"]: t["parameters"] for t in item.tools}
-            if not calls or any(c["name"] not in tools for c in calls):
+            if content is not None or not calls or any(c.name not in tools for c in calls):
                 return False
             for c in calls:
-                jsonschema.validate(c["arguments"], tools[c["name"]])
+                jsonschema.validate(json.loads(c.arguments), tools[c.name])
             return True
         jsonschema.validate(json.loads(text), item.meta["schema"])
         return True

@@ -140,3 +140,19 @@ def test_verified_with_a_seeded_first_draft_equals_constrained_ar(engine, schema
                                                       seed=seed, max_denoising_steps=2)) for m in ("ar", "verified"))
     assert verified.token_ids == ar.token_ids
     assert verified.stats.steps_per_canvas  # it drafted
+
+
+def test_an_optional_skeleton_is_seeded_only_when_the_model_begins_it(engine):
+    # tool_choice auto: a call or a text answer. Whichever the model begins, the answer follows the grammar.
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    spec = tools_spec(tools, choice="auto")
+    assert spec.skeleton_optional
+    for seed in range(6):
+        r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton,
+                                              skeleton_optional=True, max_new_tokens=48, seed=seed, max_denoising_steps=2,
+                                              temperature=1.0))
+        if r.text.startswith("<tool_call>"):
+            assert r.text.endswith("</tool_call>") and json.loads(r.text[len("<tool_call>"):-len("</tool_call>")])["name"] == "get_weather"
+        else:
+            assert not r.text.startswith("<") and r.stats.seeded_fallback  # a text answer, written by AR

@@ -125,4 +125,5 @@ def test_the_answers_skeleton_is_known_when_its_shape_is_fixed():
     assert named[0].text.startswith('<tool_call>{"name": "get_weather"')
     several = spec([WEATHER, PING], "required").skeleton  # the name is an enum slot among the callable tools
     assert next(p for p in several if isinstance(p, Slot)).choices == (' "get_weather"', ' "ping"')
-    assert spec([WEATHER, PING], "auto").skeleton is None  # the model may answer in text
+    auto = spec([WEATHER, PING], "auto")  # the model may answer in text: the skeleton only if it begins a call
+    assert auto.skeleton == several and auto.skeleton_optional and not spec([WEATHER, PING], "required").skeleton_optional
