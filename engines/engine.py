@@ -62,16 +62,18 @@ class DiffusionEngine:
     def block_params(self, req: GenerationRequest) -> BlockParams:
         d = self.defaults
         pick = lambda value, default: default if value is None else value  # noqa: E731
+        # verified drafts are seeded only where the skeleton is sure to be the answer's (a text answer would reject it)
+        seeded = req.skeleton is not None and (req.mode == "block" or not req.skeleton_optional)
         return BlockParams(
-            canvas=pick(req.canvas, self.config.canvas_length),
+            # a seeded canvas is sized by its layout: one canvas setting lets every seeded request batch together
+            canvas=self.config.canvas_length if seeded else pick(req.canvas, self.config.canvas_length),
             steps=pick(req.max_denoising_steps, d.max_denoising_steps or 12),
             t_min=float(pick(req.t_min, d.t_min if d.t_min is not None else 0.4)),
             t_max=float(pick(req.t_max, d.t_max if d.t_max is not None else 0.8)),
             stability_threshold=pick(req.stability_threshold, d.stability_threshold if d.stability_threshold is not None else 1),
             confidence_threshold=float(pick(req.confidence_threshold, d.confidence_threshold or 0.005)),
             entropy_bound=float(pick(req.entropy_bound, d.sampler_config.entropy_bound if d.sampler_config else 0.1)),
-            # verified drafts seeded only where the skeleton is sure to be the answer's (a text answer would reject it)
-            seeded=req.skeleton is not None and (req.mode == "block" or not req.skeleton_optional),
+            seeded=seeded,
         )
 
     def prompt_ids(self, req: GenerationRequest) -> list[int]:

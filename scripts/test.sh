@@ -24,4 +24,4 @@ if ! redis_answers "$TANDEM_TEST_REDIS_URL"; then
 fi
 
 export RAY_USAGE_STATS_ENABLED=0 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
-"$PY" -m pytest -q "$@"
+"$PY" -m pytest -q --durations=15 "$@"

@@ -116,6 +116,18 @@ def _row(r: dict) -> str:
             f"{r['latency_ms_b1']:.0f} | {r['requests_per_s_b8']:.2f} | {r['ar_finished']:.2f} |")
 
 
+def ratio_table(records: list[dict], mode: str = "block+skeleton", base: str = "ar") -> str:
+    """Per family, `mode` against `base` from the same run: model calls, latency at batch 1, throughput at batch 8."""
+    lines = [f"\n{mode} / {base} (same run)", "| family | model calls | latency, batch 1 | requests/s, batch 8 | field exact (points) |", "|---|---|---|---|---|"]
+    by = {(r["family"], r["mode"]): r for r in records}
+    for family in dict.fromkeys(r["family"] for r in records):
+        a, b = by.get((family, mode)), by.get((family, base))
+        if a and b:
+            lines.append(f"| {family} | {a['forwards'] / b['forwards']:.2f}x | {a['latency_ms_b1'] / b['latency_ms_b1']:.2f}x | "
+                         f"{a['requests_per_s_b8'] / b['requests_per_s_b8']:.2f}x | {100 * (a['field_exact'] - b['field_exact']):+.0f} |")
+    return "\n".join(lines)
+
+
 def main(args: argparse.Namespace) -> int:
     import torch
 
@@ -126,6 +138,7 @@ def main(args: argparse.Namespace) -> int:
     engine = DiffusionEngine.from_checkpoint(args.checkpoint or default_checkpoint())
     print(HEADER, flush=True)
     records = evaluate(engine, args.n, tuple(args.families.split(",")), tuple(args.modes.split(",")))
+    print(ratio_table(records))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)

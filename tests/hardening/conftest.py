@@ -5,6 +5,7 @@ a private, password-protected redis-server that the tests stop and restart."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -80,39 +81,48 @@ def hardening_redis(tmp_path_factory):
         server.proc.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env: tuple[str, ...] = ()):
+    """The app (tests/hardening/serve_app.py, start_app) in its own process and Ray cluster, on a
+    free port; yields (url, port) once /ready answers, stops it (SIGTERM, then SIGKILL) after."""
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS" and k not in drop_env} | {
+        "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
+    } | (env or {})
+    log = open(out / "serve_app.log", "w")  # noqa: SIM115 - closed at teardown
+    proc = subprocess.Popen([sys.executable, "-m", "tests.hardening.serve_app", str(port), json.dumps(args)],
+                            cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 420  # minutes on a busy two-core machine
+        while True:
+            assert proc.poll() is None, f"the app exited ({proc.returncode}); see {out / 'serve_app.log'}"
+            try:
+                if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.time() < deadline, f"the app did not get ready in 420 s; see {out / 'serve_app.log'}"
+            time.sleep(0.5)
+        yield url, port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
+
+
 @pytest.fixture(scope="session")
 def hardened_app(tiny_checkpoint, hardening_redis, tmp_path_factory):
     out = tmp_path_factory.mktemp("hardened-app")
-    port = free_port()
     prefix = f"tandem-hardening-{uuid.uuid4().hex[:8]}:"
     args = APP_ARGS | {"checkpoint": str(tiny_checkpoint), "policy_source": hardening_redis.url, "key_prefix": prefix,
                        "telemetry": f"file:{out / 'telemetry.jsonl'}"}
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {
-        "TANDEM_ADMIN_TOKEN": ADMIN_TOKEN, "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
-    }
-    log = open(out / "serve_app.log", "w")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen([sys.executable, "-m", "tests.hardening.serve_app", str(port), json.dumps(args)],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 420  # minutes on a busy two-core machine
-    while True:
-        assert proc.poll() is None, f"the app exited ({proc.returncode}); see {out / 'serve_app.log'}"
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.time() < deadline, f"the app did not get ready in 420 s; see {out / 'serve_app.log'}"
-        time.sleep(0.5)
-    yield {"url": url, "prefix": prefix, "dir": out, "redis": hardening_redis}
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    log.close()
+    with child_app(args, out, {"TANDEM_ADMIN_TOKEN": ADMIN_TOKEN}) as (url, _):
+        yield {"url": url, "prefix": prefix, "dir": out, "redis": hardening_redis}
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import select
-import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +18,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.policies.helpers import free_port
+from tests.hardening.conftest import child_app
 
 REPO = Path(__file__).resolve().parents[2]
 BODY_TIMEOUT_S = 3.0
@@ -32,38 +28,13 @@ CHAT = {"model": "tandem", "messages": [{"role": "user", "content": "hi"}], "max
 
 @pytest.fixture(scope="module")
 def slow_app(tiny_checkpoint, tmp_path_factory):
-    """The app in its own process and Ray cluster (tests/hardening/serve_app.py, start_app),
-    with the body deadline shortened through the environment its replicas inherit."""
-    out = tmp_path_factory.mktemp("slow-clients")
-    port = free_port()
+    """The app in its own process and Ray cluster, with the body deadline shortened through the
+    environment its replicas inherit."""
     args = {"checkpoint": str(tiny_checkpoint), "policy_source": str(REPO / "policies" / "default.yaml"),
             "request_timeout_s": 8, "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 16}}
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TANDEM_MAX_HEADER_BYTES")} | {
-        "TANDEM_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S), "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
-    }
-    log = open(out / "serve_app.log", "w")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen([sys.executable, "-m", "tests.hardening.serve_app", str(port), json.dumps(args)],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 420  # minutes on a busy two-core machine
-    while True:
-        assert proc.poll() is None, f"the app exited ({proc.returncode}); see {out / 'serve_app.log'}"
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.time() < deadline, f"the app did not get ready in 420 s; see {out / 'serve_app.log'}"
-        time.sleep(0.5)
-    yield {"url": url, "port": port}
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    log.close()
+    with child_app(args, tmp_path_factory.mktemp("slow-clients"), {"TANDEM_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S)},
+                   drop_env=("TANDEM_MAX_HEADER_BYTES",)) as (url, port):
+        yield {"url": url, "port": port}
 
 
 # ---- a raw client ----------------------------------------------------------------------------------------
