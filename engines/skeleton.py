@@ -42,9 +42,35 @@ MAX_DEPTH = 8  # nesting a skeleton follows; deeper parts become json slots
 JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames")
+
+
+def closed_objects(schema):
+    """`schema` with `additionalProperties: false` on every object that declares properties and says
+    nothing about others: what the grammar decodes under (as xgrammar's strict mode does). Any answer
+    it allows is valid under `schema`; a small model is not invited to invent keys."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: closed_objects(sub) for name, sub in out[key].items()}
+    for key in _SCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [closed_objects(sub) for sub in out[key]]
+    for key in _SCHEMA_ONE:
+        if key in out:
+            out[key] = closed_objects(out[key])
+    if isinstance(schema.get("properties"), dict) and "additionalProperties" not in schema and "patternProperties" not in schema:
+        out["additionalProperties"] = False
+    return out
+
+
 def json_schema_grammar(schema: dict) -> str:
-    """The llguidance grammar (serialized) of an answer under `schema`, in JSON_STYLE."""
-    return json.dumps({"grammars": [{"json_schema": dict(schema) | {"x-guidance": JSON_STYLE}}]})
+    """The llguidance grammar (serialized) of an answer under `schema`, in JSON_STYLE, objects closed."""
+    return json.dumps({"grammars": [{"json_schema": closed_objects(schema) | {"x-guidance": JSON_STYLE}}]})
 
 
 def schema_instruction(schema: dict) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from engines.constraint import grammar_problems
 from engines.errors import InvalidRequestError
-from engines.skeleton import JSON_STYLE, Template, template_for_schema, template_for_tool_choice
+from engines.skeleton import JSON_STYLE, Template, closed_objects, template_for_schema, template_for_tool_choice
 from router.schemas import SchemaCheck, compile_schema
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
@@ -76,7 +76,7 @@ def _bad(message: str, param: str, code: str = "invalid_value") -> InvalidReques
 
 def _grammar_ready(schema: dict, param: str) -> dict:
     """`schema` with the JSON style the grammar writes; a 400 naming any keyword it cannot follow."""
-    styled = dict(schema) | {"x-guidance": JSON_STYLE}
+    styled = closed_objects(schema) | {"x-guidance": JSON_STYLE}
     problems = grammar_problems(json.dumps({"grammars": [{"json_schema": styled}]}))
     if problems:
         raise _bad(f"{param}: {'; '.join(problems)} (not supported for constrained decoding)", param, "unsupported_schema")

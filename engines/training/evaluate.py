@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from engines.engine import DiffusionEngine
-from engines.training.tasks import FAMILIES, LONG_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, score
+from engines.training.tasks import FAMILIES, LONG_FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, score
 from engines.defaults import CANVAS_SIZES, SHIPPED_CHECKPOINT
 from engines.training.train import canvas_size_for
 from engines.types import GenerationRequest, Mode
@@ -320,7 +320,9 @@ def main(args) -> int:
     engine = DiffusionEngine.from_checkpoint(checkpoint)
     n = args.n or (QUICK_N if args.quick else DEFAULT_N)
     steps = QUICK_BLOCK_STEPS if args.quick else BLOCK_STEPS
-    families = tuple(args.families.split(",")) if args.families else None
+    # The open structured families are decoded as the server decodes them (grammar, skeleton) by
+    # `tandem eval structured`; here, unless named, the plain chat families.
+    families = tuple(args.families.split(",")) if args.families else tuple(f for f in FAMILIES if f not in OPEN_FAMILIES)
     for f in families or ():
         assert f in FAMILIES, f"family must be one of {list(FAMILIES)}, got {f!r}"
     print(f"checkpoint: {checkpoint}; canvas {engine.config.canvas_length}; {n} test items per family; block steps {list(steps)}")
@@ -333,6 +335,7 @@ def main(args) -> int:
         print(f"block (12 steps, right-sized canvas) within 1 point of AR (exact match; reason/write: family score) on: "
               f"{equal_quality_tasks(result.records)} (policy load_aware.equal_quality_tasks)")
     print(f"decoding took {result.seconds:.0f}s ({torch.get_num_threads()} torch threads)")
+    print("structured families (schema, toolcall, label) decoded as served, per mode: tandem eval structured")
     if args.json:
         Path(args.json).write_text(json.dumps(result.records, indent=2))
         print(f"wrote {args.json}")

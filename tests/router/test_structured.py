@@ -127,3 +127,13 @@ def test_the_answers_skeleton_is_known_when_its_shape_is_fixed():
     assert next(p for p in several if isinstance(p, Slot)).choices == (' "get_weather"', ' "ping"')
     auto = spec([WEATHER, PING], "auto")  # the model may answer in text: the skeleton only if it begins a call
     assert auto.skeleton == several and auto.skeleton_optional and not spec([WEATHER, PING], "required").skeleton_optional
+
+
+def test_objects_are_closed_in_the_grammar_but_not_in_the_check(tokenizer):
+    from router.openai_api import ResponseFormat
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    out = spec(fmt=ResponseFormat(type="json_schema", json_schema={"name": "s", "schema": schema}))
+    assert accepts(tokenizer, out.grammar, '{"a": "x"}')
+    assert not accepts(tokenizer, out.grammar, '{"a": "x", "b": 1}')  # a key the schema does not declare is never written
+    assert out.content_check is not None  # the answer is still validated against the schema as given
