@@ -192,8 +192,13 @@ def decode_seeded(model, rows: list[Row], params, pad_id: int, seeder: Seeder) -
     their accepted prefix committed: the caller finishes them with constrained AR."""
     unfinished: list[Row] = []
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
-    optional = [j for j, r in enumerate(rows) if r.request.skeleton_optional and not starts_skeleton(r, logits[j], seeder)]
-    if optional:  # the model does not begin the skeleton (a text answer instead of a call): AR writes it
+    context = model.config.text_config.max_position_embeddings
+    too_long = lambda r: (seeder.layouts([r], [{}])[0].length > model.config.canvas_length  # noqa: E731
+                          or len(r.prompt_ids) + seeder.layouts([r], [{}])[0].length > context)
+    # AR writes the answer when the model does not begin the skeleton (a text answer instead of a
+    # call), or when the skeleton's canvas is longer than the model's canvas or the context left
+    optional = [j for j, r in enumerate(rows) if (r.request.skeleton_optional and not starts_skeleton(r, logits[j], seeder)) or too_long(r)]
+    if optional:
         unfinished += [rows[j] for j in optional]
         for j in optional:
             rows[j].stats.seeded_fallback = True

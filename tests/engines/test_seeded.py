@@ -156,3 +156,12 @@ def test_an_optional_skeleton_is_seeded_only_when_the_model_begins_it(engine):
             assert r.text.endswith("</tool_call>") and json.loads(r.text[len("<tool_call>"):-len("</tool_call>")])["name"] == "get_weather"
         else:
             assert not r.text.startswith("<") and r.stats.seeded_fallback  # a text answer, written by AR
+
+
+def test_a_skeleton_longer_than_the_models_canvas_is_written_by_ar(engine):
+    schema = {"type": "object", "properties": {f"field_{i}": {"type": "string"} for i in range(40)}, "required": ["field_0"]}
+    spec = schema_spec(schema)
+    r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton, max_new_tokens=300,
+                                          seed=0))
+    assert r.stats.seeded_fallback and r.stats.steps_per_canvas == []  # no canvas denoised
+    jsonschema.validate(json.loads(r.text), schema)
