@@ -116,12 +116,14 @@ def test_a_slot_that_overflows_is_widened_and_the_answer_still_validates(engine)
     schema = {"type": "object", "properties": {"code": {"type": "string", "maxLength": 1}}, "required": ["code"]}
     spec = schema_spec(schema)
     canvases = []
-    for seed in range(8):
+    for seed in range(8):  # until the random model fills the 2-token slot: a wider second canvas
         r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton, seed=seed,
-                                              max_denoising_steps=2))
+                                              max_denoising_steps=2, max_new_tokens=24))
         jsonschema.validate(json.loads(r.text), schema)  # a widened value longer than maxLength is finished by AR
         canvases.append(len(r.stats.steps_per_canvas))
-    assert max(canvases) >= 2, canvases  # the random model filled the 2-token slot at least once: a wider second canvas
+        if canvases[-1] >= 2:
+            break
+    assert max(canvases) >= 2, canvases
 
 
 @pytest.mark.parametrize("mode", ["ar", "verified"])
