@@ -137,6 +137,11 @@ class TokenConstraint:
             del self._string[-n:]
 
     @property
+    def accepting(self) -> bool:
+        """The answer may end here (the grammar is complete, though it may allow more)."""
+        return self.matcher.is_accepting()
+
+    @property
     def done(self) -> bool:
         """The grammar is complete and allows nothing more than the end of the answer."""
         return self.matcher.is_stopped()

@@ -224,8 +224,8 @@ def decode_seeded(model, rows: list[Row], params, pad_id: int, seeder: Seeder) -
             if not row.cancelled:
                 ok = grammar_prefix(row, answer)
                 row.extend(answer[:ok])
-                if row.constraint is None and ok == len(answer) and not overflowed and not row.finished:
-                    row.extend([seeder.filler])  # no grammar to say the answer is complete: the skeleton is
+                if ok == len(answer) and not overflowed and not row.finished and (row.constraint is None or row.constraint.accepting):
+                    row.extend([seeder.filler])  # the skeleton is complete (a grammar may allow more, e.g. parallel calls: one is the answer)
             if row.leaving:
                 row.close()
             else:

@@ -14,6 +14,16 @@ from engines.skeleton import CanvasLayout, Fixed, Slot, fill, layout_for_answer,
 from engines.types import GenerationRequest
 from tests.engines.test_constrained import ASK, schema_spec, schemas, tools_spec
 
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """A tiny random model like the session's, with a 256-token canvas: skeletons longer than the
+    model's canvas go to AR, and these tests are about the ones that fit."""
+    from engines import DiffusionEngine
+    from engines.training.tiny import save_tiny_checkpoint
+
+    return DiffusionEngine.from_checkpoint(save_tiny_checkpoint(tmp_path_factory.mktemp("tiny256") / "ckpt", seed=0, canvas_length=256))
+
+
 NESTED = {
     "$defs": {"Address": {"type": "object", "properties": {"street": {"type": "string"}, "zip": {"type": "string", "maxLength": 5}}}},
     "type": "object",
@@ -161,9 +171,17 @@ def test_an_optional_skeleton_is_seeded_only_when_the_model_begins_it(engine):
 
 
 def test_a_skeleton_longer_than_the_models_canvas_is_written_by_ar(engine):
-    schema = {"type": "object", "properties": {f"field_{i}": {"type": "string"} for i in range(40)}, "required": ["field_0"]}
+    schema = {"type": "object", "properties": {f"field_{i}": {"type": "string"} for i in range(60)}, "required": ["field_0"]}
     spec = schema_spec(schema)
     r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton, max_new_tokens=300,
                                           seed=0))
     assert r.stats.seeded_fallback and r.stats.steps_per_canvas == []  # no canvas denoised
     jsonschema.validate(json.loads(r.text), schema)
+
+
+def test_a_required_call_with_parallel_calls_allowed_ends_after_its_one_seeded_call(engine):
+    tools = [{"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}]
+    spec = tools_spec(tools, choice="required")  # the grammar allows up to 8 calls; the skeleton is one
+    r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton, seed=0, max_denoising_steps=2))
+    assert r.text == '<tool_call>{"name": "ping", "arguments": {}}</tool_call>'
+    assert not r.stats.seeded_fallback and r.finish_reason == "stop" and r.stats.forwards == 1 + sum(r.stats.steps_per_canvas)
