@@ -49,13 +49,14 @@ def api_body(item: TaskItem) -> dict:
     return body
 
 
-def engine_request(item: TaskItem, mode: str, seed: int) -> GenerationRequest:
+def engine_request(item: TaskItem, mode: str, seed: int, steps: int | None = None) -> GenerationRequest:
     req = ChatCompletionRequest.model_validate(api_body(item))
     gen = chat_call(req, {}, output_spec(req)).gen
     if mode == "block":
         gen.grammar, gen.skeleton = None, None
     gen.mode = "block" if mode.startswith("block") else mode
     gen.seed = seed
+    gen.max_denoising_steps = steps if mode != "ar" else None
     return gen
 
 
@@ -75,7 +76,7 @@ def valid(item: TaskItem, text: str) -> bool:
         return False
 
 
-def evaluate(engine, n: int, families=FAMILIES, modes=MODES, batch: int = 8) -> list[dict]:
+def evaluate(engine, n: int, families=FAMILIES, modes=MODES, batch: int = 8, steps: int | None = None) -> list[dict]:
     """One record per (family, mode) on `n` test items of each family, decoded by `engine` (a DiffusionEngine)."""
     from engines.training.tasks import generate_suite
 
@@ -86,16 +87,16 @@ def evaluate(engine, n: int, families=FAMILIES, modes=MODES, batch: int = 8) -> 
             outcomes = []
             for i, item in enumerate(items):
                 began = time.perf_counter()
-                r = engine.generate(engine_request(item, mode, i))
+                r = engine.generate(engine_request(item, mode, i, steps))
                 latency = time.perf_counter() - began
                 right, total = field_matches(item, r.text)
                 outcomes.append((valid(item, r.text), right, total, r.stats.forwards, latency, r.stats.seeded_fallback))
-            group = [engine_request(item, mode, i) for i, item in enumerate(items[:batch])]
+            group = [engine_request(item, mode, i, steps) for i, item in enumerate(items[:batch])]
             began = time.perf_counter()
             engine.generate_batch(group)
             per_s = len(group) / (time.perf_counter() - began)
             records.append({
-                "family": family, "mode": mode, "n": len(items),
+                "family": family, "mode": mode, "n": len(items), "steps": steps,
                 "validity": sum(o[0] for o in outcomes) / len(items),
                 "field_exact": sum(o[1] for o in outcomes) / max(1, sum(o[2] for o in outcomes)),
                 "item_exact": sum(o[1] == o[2] for o in outcomes) / len(items),
@@ -137,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     engine = DiffusionEngine.from_checkpoint(args.checkpoint or default_checkpoint())
     print(HEADER, flush=True)
-    records = evaluate(engine, args.n, tuple(args.families.split(",")), tuple(args.modes.split(",")))
+    records = evaluate(engine, args.n, tuple(args.families.split(",")), tuple(args.modes.split(",")), steps=args.steps)
     print(ratio_table(records))
     if args.json:
         with open(args.json, "w") as f:
@@ -155,6 +156,7 @@ def register(eval_commands) -> None:
     p.add_argument("--n", type=int, default=20, help="test items per family")
     p.add_argument("--families", default=",".join(FAMILIES))
     p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--steps", type=int, default=None, help="max denoising steps per canvas in block and verified mode (default: the checkpoint's, 12)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", default=None, help="write the records here")
     p.set_defaults(func=main)
