@@ -8,7 +8,8 @@ request exactly as the gateway does (grammar, skeleton, the schema's system turn
 decoded in:
 - `ar`: constrained AR (the grammar's token mask at every step);
 - `block+skeleton`: block mode with the skeleton seeded, only the value slots denoised;
-- `block`: plain block mode, no grammar and no skeleton (what block mode did before);
+- `block`: plain block mode, no grammar and no skeleton, on the smallest canvas holding the
+  reference answer (what block mode did before);
 - `verified`: constrained verified mode (greedy, so its answers equal AR's).
 Per family and mode: validity (the answer parses and validates against the schema, or is a call
 to a declared tool whose arguments validate), exact match per field and per item, model calls per
@@ -49,11 +50,15 @@ def api_body(item: TaskItem) -> dict:
     return body
 
 
-def engine_request(item: TaskItem, mode: str, seed: int, steps: int | None = None) -> GenerationRequest:
+def engine_request(item: TaskItem, mode: str, seed: int, steps: int | None = None, tokenizer=None) -> GenerationRequest:
     req = ChatCompletionRequest.model_validate(api_body(item))
     gen = chat_call(req, {}, output_spec(req)).gen
-    if mode == "block":
-        gen.grammar, gen.skeleton = None, None
+    if mode == "block":  # plain block on a right-sized canvas (as `tandem eval model` sizes it): the skeleton's baseline
+        from engines.training.train import canvas_size_for
+
+        gen.grammar, gen.skeleton, gen.skeleton_optional = None, None, False
+        if tokenizer is not None:
+            gen.canvas = canvas_size_for(len(tokenizer.encode(item.answer, add_special_tokens=False)))
     gen.mode = "block" if mode.startswith("block") else mode
     gen.seed = seed
     gen.max_denoising_steps = steps if mode != "ar" else None
@@ -87,11 +92,11 @@ def evaluate(engine, n: int, families=FAMILIES, modes=MODES, batch: int = 8, ste
             outcomes = []
             for i, item in enumerate(items):
                 began = time.perf_counter()
-                r = engine.generate(engine_request(item, mode, i, steps))
+                r = engine.generate(engine_request(item, mode, i, steps, engine.tokenizer))
                 latency = time.perf_counter() - began
                 right, total = field_matches(item, r.text)
                 outcomes.append((valid(item, r.text), right, total, r.stats.forwards, latency, r.stats.seeded_fallback))
-            group = [engine_request(item, mode, i, steps) for i, item in enumerate(items[:batch])]
+            group = [engine_request(item, mode, i, steps, engine.tokenizer) for i, item in enumerate(items[:batch])]
             began = time.perf_counter()
             engine.generate_batch(group)
             per_s = len(group) / (time.perf_counter() - began)
