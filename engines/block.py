@@ -51,7 +51,7 @@ class BlockParams:
 
 
 @contextmanager
-def _unchecked_distributions():
+def unchecked_distributions():
     """The library's sampler and stopping rule build `torch.distributions.Categorical` twice a step;
     its argument validation is a debug check that costs a few percent of a step on a CPU."""
     previous = Distribution._validate_args
@@ -63,27 +63,20 @@ def _unchecked_distributions():
 
 
 @torch.inference_mode()
-@_unchecked_distributions()
+@unchecked_distributions()
 def denoise_canvas(
-    batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams, seeding=None
+    batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Draft one canvas per row after the rows' cached tokens; `seeding` (engines.seeded.Seeding)
-    fixes a skeleton's tokens and limits its slots. Returns the argmax canvas (B, C) and the
-    denoising steps each row took (B,)."""
+    """Draft one canvas per row after the rows' cached tokens.
+    Returns the argmax canvas (B, C) and the denoising steps each row took (B,)."""
     B, C, device = batch.size, params.canvas, batch.mask.device
     vocab = batch.model.config.text_config.vocab_size
     sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators)
     temperature = LinearTemperatureScheduleLogitsProcessor(params.t_min, params.t_max, params.steps)
     stop = StableAndConfidentStoppingCriteria(params.stability_threshold, params.confidence_threshold)
-    if seeding is not None:
-        from engines.seeded import SlotStop
-
-        stop = SlotStop(params.stability_threshold, params.confidence_threshold, seeding)
 
     inputs = batch.canvas_inputs(C)  # positions and masks, fixed for this canvas
     current = sampler.initialize_canvas(B, device)  # (B, C) uniform noise
-    if seeding is not None:
-        current = seeding.clamp(current)
     argmax = current
     self_conditioning = None
     done = torch.zeros(B, dtype=torch.bool, device=device)
@@ -92,15 +85,11 @@ def denoise_canvas(
         steps += ~done
         sampler.active = ~done
         logits = batch.denoise(current, self_conditioning, inputs)  # (B, C, V)
-        if seeding is not None:
-            logits = seeding.constrain(logits)
         logits = temperature(None, logits, cur_step=remaining)
         sampled = sampler.sample(torch.softmax(logits, dim=-1))  # (B, C)
         new_argmax = logits.argmax(-1)  # (B, C)
         accepted = sampler.accept_canvas(current, sampled, logits, remaining)
         new_current = sampler.renoise_canvas(accepted, remaining)
-        if seeding is not None:
-            new_argmax, new_current = seeding.clamp(new_argmax), seeding.clamp(new_current)
         if done.any():  # rows that already stopped keep their canvas and self-conditioning
             new_argmax = torch.where(done[:, None], argmax, new_argmax)
             new_current = torch.where(done[:, None], current, new_current)

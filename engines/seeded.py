@@ -17,13 +17,16 @@ longest accepted prefix, on the same engine: the answer always follows the gramm
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import torch
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import StableAndConfidentStoppingCriteria
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    LinearTemperatureScheduleLogitsProcessor,
+    StableAndConfidentStoppingCriteria,
+)
 
 from engines.batch import prefill
 from engines.rows import Row
+from engines.sampling import RowSeededEntropyBoundSampler
 from engines.skeleton import MAX_CAPACITY, CanvasLayout, Fixed, SlotSpan
 
 KINDS = ("fixed", "string", "integer", "number", "enum", "json")
@@ -60,7 +63,17 @@ class Seeding:
                 kinds[j, span.start : span.end] = KINDS.index(span.slot.kind)
         self.kinds = kinds.to(device)
         self.allowed = allowed.to(device)
-        self.slot_positions = (~self.fixed).sum(-1).clamp(min=1)  # (B,)
+        # Each row's slot positions, in canvas order, padded with its last (fixed) position: sampling
+        # and acceptance run over these only, and each row draws noise for exactly its own slots,
+        # so a request gets the same tokens alone or batched.
+        self.lengths = [sum(span.capacity for span in lay.spans) for lay in layouts]
+        S = max(1, max(self.lengths))
+        index = torch.zeros(len(layouts), S, dtype=torch.long)
+        for j, lay in enumerate(layouts):
+            positions = [i for span in lay.spans for i in range(span.start, span.end)]
+            index[j] = torch.tensor(positions + [lay.length - 1] * (S - len(positions)))
+        self.index = index.to(device)  # (B, S)
+        self.slot_positions = torch.tensor(self.lengths, device=device).clamp(min=1)  # (B,)
 
     def constrain(self, logits: torch.Tensor) -> torch.Tensor:
         """Slot rules on the decoder's logits (B, C, V); fixed and enum positions become one-hot."""
@@ -115,9 +128,79 @@ class SlotStop(StableAndConfidentStoppingCriteria):
             stable = (self.argmax_canvas_history == argmax_canvas[None]).all(dim=-1).all(dim=0)
             self.argmax_canvas_history = torch.roll(self.argmax_canvas_history, shifts=-1, dims=0)
             self.argmax_canvas_history[-1] = argmax_canvas
-        entropy = torch.distributions.Categorical(logits=logits).entropy()  # (B, C), 0 where fixed
-        entropy = entropy.masked_fill(self.seeding.step_fixed, 0.0)
+        entropy = torch.distributions.Categorical(logits=logits).entropy()  # (B, S) over slot positions
+        entropy = entropy.masked_fill(self.seeding.step_fixed.gather(1, self.seeding.index), 0.0)  # enum slots and padding: one-hot
         return stable & (entropy.sum(-1) / self.seeding.slot_positions < self.confidence_threshold)
+
+
+class SlotSampler(RowSeededEntropyBoundSampler):
+    """The row-seeded entropy-bound sampler over each row's slot positions (B, S): row b draws
+    noise and samples for its first `lengths[b]` positions only, whatever else shares the batch."""
+
+    def __init__(self, entropy_bound: float, lengths: list[int], width: int, vocab_size: int, generators: list[torch.Generator]):
+        super().__init__(entropy_bound, width, vocab_size, generators)
+        self.lengths = lengths
+
+    def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
+        canvas = torch.zeros(batch_size, self.canvas_length, dtype=torch.long, device=device)
+        for b in torch.nonzero(self.active).flatten().tolist():
+            canvas[b, : self.lengths[b]] = torch.randint(0, self.vocab_size, (self.lengths[b],), generator=self.generators[b], device=device)
+        return canvas
+
+    def sample(self, probs: torch.Tensor) -> torch.LongTensor:
+        out = torch.zeros(probs.shape[:2], dtype=torch.long, device=probs.device)
+        for b in torch.nonzero(self.active).flatten().tolist():
+            n = self.lengths[b]
+            if n:
+                out[b, :n] = torch.multinomial(probs[b, :n], num_samples=1, generator=self.generators[b]).squeeze(-1)
+        return out
+
+
+@torch.inference_mode()
+def denoise_seeded(batch, generators: list[torch.Generator], params, seeding: Seeding) -> tuple[torch.Tensor, torch.Tensor]:
+    """`engines.block.denoise_canvas` for seeded canvases: the decoder sees the whole canvas, while
+    sampling, acceptance, renoising and the stop rule run over the slot positions (B, S) only,
+    the skeleton being fixed. Returns the argmax canvas (B, C) and the steps each row took (B,)."""
+    from engines.block import unchecked_distributions
+
+    B, C = seeding.tokens.shape
+    S, device = seeding.index.shape[1], seeding.tokens.device
+    vocab = batch.model.config.text_config.vocab_size
+    sampler = SlotSampler(params.entropy_bound, seeding.lengths, S, vocab, generators)
+    temperature = LinearTemperatureScheduleLogitsProcessor(params.t_min, params.t_max, params.steps)
+    stop = SlotStop(params.stability_threshold, params.confidence_threshold, seeding)
+
+    def full(slots: torch.Tensor) -> torch.Tensor:  # (B, S) slot tokens -> (B, C) canvas, skeleton in place
+        return seeding.clamp(seeding.tokens.scatter(1, seeding.index, slots))
+
+    inputs = batch.canvas_inputs(C)
+    current = sampler.initialize_canvas(B, device)  # (B, S) uniform noise in the slots
+    argmax = current
+    self_conditioning = None
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    steps = torch.zeros(B, dtype=torch.long, device=device)
+    gather = seeding.index[..., None].expand(B, S, vocab)
+    with unchecked_distributions():
+        for remaining in reversed(range(1, params.steps + 1)):
+            steps += ~done
+            sampler.active = ~done
+            logits = seeding.constrain(batch.denoise(full(current), self_conditioning, inputs))  # (B, C, V)
+            logits = temperature(None, logits, cur_step=remaining)
+            slot_logits = logits[..., :vocab].gather(1, gather)  # (B, S, V)
+            sampled = sampler.sample(torch.softmax(slot_logits, dim=-1))
+            new_argmax = slot_logits.argmax(-1)  # (B, S)
+            accepted = sampler.accept_canvas(current, sampled, slot_logits, remaining)
+            new_current = sampler.renoise_canvas(accepted, remaining)
+            if done.any():  # rows that already stopped keep their canvas and self-conditioning
+                new_argmax = torch.where(done[:, None], argmax, new_argmax)
+                new_current = torch.where(done[:, None], current, new_current)
+                logits = torch.where(done[:, None, None], self_conditioning, logits)
+            done |= stop(new_argmax, slot_logits)
+            argmax, current = new_argmax, new_current
+            self_conditioning = logits.to(batch.model.model.decoder.embed_tokens.weight.dtype)
+            if done.all():
+                break
+    return full(argmax), steps
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,11 +231,9 @@ class Seeder:
     def denoise(self, batch, rows: list[Row], layouts: list[CanvasLayout], params) -> tuple[list[list[int]], list[list[str]], torch.Tensor]:
         """Denoise one seeded canvas per row after the batch's cached tokens, and count it.
         Returns each row's answer tokens, the slots that overflowed, and the steps (B,)."""
-        from engines.block import denoise_canvas
-
         seeding = Seeding(layouts, self.allowed, batch.mask.device)
         began = time.time_ns()
-        canvas, steps = denoise_canvas(batch, [r.generator for r in rows], replace(params, canvas=len(layouts[0].tokens)), seeding)
+        canvas, steps = denoise_seeded(batch, [r.generator for r in rows], params, seeding)
         ended = time.time_ns()
         answers, overflowed = [], []
         for i, row in enumerate(rows):

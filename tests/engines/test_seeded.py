@@ -185,3 +185,14 @@ def test_a_required_call_with_parallel_calls_allowed_ends_after_its_one_seeded_c
     r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton, seed=0, max_denoising_steps=2))
     assert r.text == '<tool_call>{"name": "ping", "arguments": {}}</tool_call>'
     assert not r.stats.seeded_fallback and r.finish_reason == "stop" and r.stats.forwards == 1 + sum(r.stats.steps_per_canvas)
+
+
+def test_a_seeded_request_gets_the_same_tokens_alone_or_batched_with_other_schemas(engine):
+    specs = [schema_spec({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}),
+             schema_spec({"type": "object", "properties": {"level": {"enum": ["low", "high"]}, "note": {"type": "string", "maxLength": 30}}}),
+             tools_spec([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "number"}}}}}])]
+    requests = lambda: [GenerationRequest(messages=ASK, mode="block", grammar=s.grammar, skeleton=s.skeleton, seed=7 + i, max_new_tokens=64,  # noqa: E731
+                                          max_denoising_steps=3, temperature=1.0) for i, s in enumerate(specs)]
+    alone = [engine.generate(r) for r in requests()]
+    together = engine.generate_batch(requests())
+    assert [r.token_ids for r in together] == [r.token_ids for r in alone]
