@@ -23,24 +23,17 @@ import json
 import statistics
 import time
 
-import jsonschema
-
-from engines.skeleton import SCHEMA_INSTRUCTION
-from engines.training.items import TaskItem
-from engines.training.open_tasks import field_matches
-from engines.types import GenerationRequest
-from router.calls import chat_call
-from router.openai_api import ChatCompletionRequest
-from router.structured import output_spec
-from router.tool_calls import read_answer
+# The heavy imports (engines, the API models) wait for the command to run: `tandem --help` stays instant.
 
 FAMILIES = ("schema", "toolcall", "label")
 MODES = ("ar", "block+skeleton", "block", "verified")
 MAX_TOKENS = 160
 
 
-def api_body(item: TaskItem) -> dict:
-    """The request a client sends for `item` (the gateway adds the schema turn itself)."""
+def api_body(item) -> dict:
+    """The request a client sends for `item` (a TaskItem; the gateway adds the schema turn itself)."""
+    from engines.skeleton import SCHEMA_INSTRUCTION
+
     messages = [m for m in item.messages if not (m["role"] == "system" and m["content"].startswith(SCHEMA_INSTRUCTION))]
     body = {"model": "tandem", "messages": messages, "max_tokens": MAX_TOKENS}
     if item.family == "toolcall":
@@ -50,7 +43,12 @@ def api_body(item: TaskItem) -> dict:
     return body
 
 
-def engine_request(item: TaskItem, mode: str, seed: int, steps: int | None = None, tokenizer=None) -> GenerationRequest:
+def engine_request(item, mode: str, seed: int, steps: int | None = None, tokenizer=None):
+    """The engine's GenerationRequest for `item` in `mode`, built as the gateway builds it."""
+    from router.calls import chat_call
+    from router.openai_api import ChatCompletionRequest
+    from router.structured import output_spec
+
     req = ChatCompletionRequest.model_validate(api_body(item))
     gen = chat_call(req, {}, output_spec(req)).gen
     if mode == "block":  # plain block on a right-sized canvas (as `tandem eval model` sizes it): the skeleton's baseline
@@ -65,7 +63,11 @@ def engine_request(item: TaskItem, mode: str, seed: int, steps: int | None = Non
     return gen
 
 
-def valid(item: TaskItem, text: str) -> bool:
+def valid(item, text: str) -> bool:
+    import jsonschema
+
+    from router.tool_calls import read_answer
+
     try:
         if item.family == "toolcall":  # read as the gateway reads a calling answer
             content, calls = read_answer(text, True)
@@ -83,6 +85,7 @@ def valid(item: TaskItem, text: str) -> bool:
 
 def evaluate(engine, n: int, families=FAMILIES, modes=MODES, batch: int = 8, steps: int | None = None) -> list[dict]:
     """One record per (family, mode) on `n` test items of each family, decoded by `engine` (a DiffusionEngine)."""
+    from engines.training.open_tasks import field_matches
     from engines.training.tasks import generate_suite
 
     records = []
