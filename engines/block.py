@@ -65,13 +65,17 @@ def unchecked_distributions():
 @torch.inference_mode()
 @unchecked_distributions()
 def denoise_canvas(
-    batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Draft one canvas per row after the rows' cached tokens.
-    Returns the argmax canvas (B, C) and the denoising steps each row took (B,)."""
+    batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams, greedy: bool = False,
+    abandon_above: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draft one canvas per row after the rows' cached tokens. Verified mode's drafts: `greedy`
+    takes the most likely token where block mode samples; with `abandon_above`, a row whose first
+    step's mean entropy over the canvas's first PROBE_POSITIONS exceeds it (nats) stops there.
+    Returns the argmax canvas (B, C), the denoising steps each row took (B,) and which rows were
+    abandoned (B,)."""
     B, C, device = batch.size, params.canvas, batch.mask.device
     vocab = batch.model.config.text_config.vocab_size
-    sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators)
+    sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators, greedy)
     temperature = LinearTemperatureScheduleLogitsProcessor(params.t_min, params.t_max, params.steps)
     stop = StableAndConfidentStoppingCriteria(params.stability_threshold, params.confidence_threshold)
 
@@ -80,11 +84,14 @@ def denoise_canvas(
     argmax = current
     self_conditioning = None
     done = torch.zeros(B, dtype=torch.bool, device=device)
+    abandoned = torch.zeros(B, dtype=torch.bool, device=device)
     steps = torch.zeros(B, dtype=torch.long, device=device)
     for remaining in reversed(range(1, params.steps + 1)):  # denoising runs N..1, as in the library
         steps += ~done
         sampler.active = ~done
         logits = batch.denoise(current, self_conditioning, inputs)  # (B, C, V)
+        if abandon_above is not None and remaining == params.steps:
+            abandoned = head_entropy(logits) > abandon_above
         logits = temperature(None, logits, cur_step=remaining)
         sampled = sampler.sample(torch.softmax(logits, dim=-1))  # (B, C)
         new_argmax = logits.argmax(-1)  # (B, C)
@@ -94,12 +101,21 @@ def denoise_canvas(
             new_argmax = torch.where(done[:, None], argmax, new_argmax)
             new_current = torch.where(done[:, None], current, new_current)
             logits = torch.where(done[:, None, None], self_conditioning, logits)
-        done |= stop(new_argmax, logits)
+        done |= stop(new_argmax, logits) | abandoned
         argmax, current = new_argmax, new_current
         self_conditioning = logits.to(batch.model.model.decoder.embed_tokens.weight.dtype)
         if done.all():
             break
-    return argmax, steps
+    return argmax, steps, abandoned
+
+
+PROBE_POSITIONS = 8  # the canvas positions whose first-step entropy says whether a draft is worth finishing
+
+
+def head_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Mean entropy (nats) of the first PROBE_POSITIONS canvas positions per row: logits (B, C, V) -> (B,)."""
+    head = torch.log_softmax(logits[:, :PROBE_POSITIONS].float(), dim=-1)
+    return -(head.exp() * head).sum(-1).mean(-1)
 
 
 def context_length(model) -> int:
@@ -142,7 +158,7 @@ def denoise_and_retire(batch: SequenceBatch, live: list[Row], params: BlockParam
     """Denoise one canvas for every row, count it, hand the rows their tokens.
     Returns the canvas (B, C) and the indices of the rows that stay."""
     began = time.time_ns()
-    canvas, steps = denoise_canvas(batch, [r.generator for r in live], params)  # (B, C), (B,)
+    canvas, steps, _ = denoise_canvas(batch, [r.generator for r in live], params)  # (B, C), (B,)
     ended = time.time_ns()
     for j, row in enumerate(live):
         row.stats.decoder_calls += int(steps[j])

@@ -26,6 +26,8 @@ class CostProfile:
     ms_per_forward: dict[str, dict[int, float]]  # "block" (also verified's drafts) / "ar" -> batch size -> ms
     canvas: int = 256  # canvas the block figures were measured on
     block_ms_by_canvas: dict[int, dict[int, float]] = field(default_factory=dict)  # canvas -> batch -> ms per denoising step
+    # canvas -> batch -> ms per greedy draft step (verified mode's drafts; no sampling draw)
+    draft_ms_by_canvas: dict[int, dict[int, float]] = field(default_factory=dict)
     acceptance: float = 0.5  # verified mode: share of draft tokens accepted, measured or assumed
     acceptance_by_task: dict[str, float] = field(default_factory=dict)  # per task type, from `tandem eval model`
     # Mean denoising steps a canvas takes per task type (the model stops once its canvas is stable and
@@ -42,14 +44,15 @@ class CostProfile:
         """Milliseconds per model call: linear interpolation over the measured batch sizes (and, for
         block with per-canvas measurements, over canvas sizes), clamped at the low ends."""
         if engine == "block" and canvas and self.block_ms_by_canvas:
-            sizes = sorted(self.block_ms_by_canvas)
-            lo = max([c for c in sizes if c <= canvas], default=sizes[0])
-            hi = min([c for c in sizes if c >= canvas], default=sizes[-1])
-            at_lo, at_hi = _interpolate(self.block_ms_by_canvas[lo], batch), _interpolate(self.block_ms_by_canvas[hi], batch)
-            if hi == lo:
-                return at_lo * max(1.0, canvas / hi)  # past the largest measured canvas: cost grows with it
-            return at_lo + (at_hi - at_lo) * (canvas - lo) / (hi - lo)
+            return _by_canvas(self.block_ms_by_canvas, canvas, batch)
         return _interpolate(self.ms_per_forward[engine], batch)
+
+    def draft_ms(self, canvas: int, batch: float) -> float:
+        """Milliseconds per denoising step of a verified draft (greedy: no sampling draw), from the
+        draft measurements, else block mode's (which include the draw: an overestimate)."""
+        if self.draft_ms_by_canvas:
+            return _by_canvas(self.draft_ms_by_canvas, canvas, batch)
+        return self.forward_ms("block", batch, canvas)
 
     def canvas_steps(self, steps: int, task: str | None = None) -> float:
         """Denoising steps one canvas is expected to take under a budget of `steps`: the task's
@@ -111,9 +114,22 @@ class CostProfile:
         raw = json.loads(path.read_text())
         raw["ms_per_forward"] = {e: {int(b): float(ms) for b, ms in v.items()} for e, v in raw["ms_per_forward"].items()}
         raw["block_ms_by_canvas"] = {int(c): {int(b): float(ms) for b, ms in v.items()} for c, v in raw.get("block_ms_by_canvas", {}).items()}
+        raw["draft_ms_by_canvas"] = {int(c): {int(b): float(ms) for b, ms in v.items()} for c, v in raw.get("draft_ms_by_canvas", {}).items()}
         raw["block_steps_by_task"] = {t: float(s) for t, s in raw.get("block_steps_by_task", {}).items()}
         raw["verified_rounds_per_canvas"] = {t: float(s) for t, s in raw.get("verified_rounds_per_canvas", {}).items()}
         return cls(**raw)
+
+
+def _by_canvas(table: dict[int, dict[int, float]], canvas: int, batch: float) -> float:
+    """Linear interpolation over canvas sizes (then batch sizes) of a canvas -> batch -> ms table;
+    below the smallest canvas its cost, past the largest growing with the canvas."""
+    sizes = sorted(table)
+    lo = max([c for c in sizes if c <= canvas], default=sizes[0])
+    hi = min([c for c in sizes if c >= canvas], default=sizes[-1])
+    at_lo, at_hi = _interpolate(table[lo], batch), _interpolate(table[hi], batch)
+    if hi == lo:
+        return at_lo * max(1.0, canvas / hi)  # past the largest measured canvas: cost grows with it
+    return at_lo + (at_hi - at_lo) * (canvas - lo) / (hi - lo)
 
 
 def _interpolate(by_batch: dict[int, float], batch: float) -> float:

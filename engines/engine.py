@@ -25,6 +25,7 @@ from pathlib import Path
 
 from engines.ar import decode_ar
 from engines.constraint import GrammarTokenizer
+from engines.cost import CostProfile
 from engines.block import BlockParams, decode_block
 from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
@@ -32,7 +33,7 @@ from engines.rows import Row
 from engines.sampling import make_generator
 from engines.seeded import Seeder, decode_seeded, slot_vocab
 from engines.types import MODES, GenerationRequest, GenerationResult
-from engines.verified import decode_verified
+from engines.verified import DraftCosts, decode_verified
 
 
 class DiffusionEngine:
@@ -51,6 +52,7 @@ class DiffusionEngine:
         self.grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.vocab_size)
         filler = min(self.eos_ids)
         self.seeder = Seeder(self.tokenizer, filler, slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), filler, self.vocab_size))
+        self.draft_costs = DraftCosts(CostProfile.load(self.path))  # verified mode prices its drafts with it
         self._lock = threading.Lock()
 
     @classmethod
@@ -183,7 +185,7 @@ class DiffusionEngine:
         elif mode == "block":
             decode_block(self.model, rows, params, self.pad_id, admit, max_batch)
         else:
-            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None)
+            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None, self.draft_costs)
 
     def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any

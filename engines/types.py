@@ -66,7 +66,8 @@ class DecodeStats:
     # (verified), shared by the rows decoded together: what the gateway's trace spans show
     canvas_times_ns: list[tuple[int, int]] = field(default_factory=list)
     drafted: int = 0  # verified mode: draft tokens put up for verification
-    accepted: int = 0  # verified mode: draft tokens that equalled the AR choice
+    accepted: int = 0  # verified mode: draft tokens that equalled the AR choice (tokens written by drafts)
+    ar_tokens: int = 0  # verified mode: tokens written by AR steps (each round's correction, and rows drafting paused)
     seeded_fallback: bool = False  # a skeleton-seeded answer was finished by constrained AR (engines.seeded)
     closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.constraint)
     latency_s: float = 0.0
@@ -96,6 +97,7 @@ class DecodeStats:
             "tokens_per_forward": round(self.tokens_per_forward, 3),
             "drafted": self.drafted,
             "accepted": self.accepted,
+            "ar_tokens": self.ar_tokens,
             "acceptance_rate": round(self.acceptance_rate, 4),
             "latency_ms": round(self.latency_s * 1000, 2),
         }

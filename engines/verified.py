@@ -1,7 +1,7 @@
 """Verified mode: diffusion drafts, checked token by token against the model's own AR choice.
 
 A round, for context x_1..x_n whose last encoder pass predicted `next` for position n+1:
-1. draft a canvas d_1..d_C in block mode;
+1. draft a canvas d_1..d_C in block mode (greedy: each position's most likely token);
 2. commit pass: the encoder over the draft yields the AR choice a_i after every d_i;
 3. accept the longest prefix with d_1 == next and d_i == a_{i-1}; append the AR token at
    the first mismatch (or a_C as a bonus when all match); drop the rest of the draft;
@@ -13,14 +13,26 @@ position with the matcher (`constrained_choices`), so it equals constrained AR m
 The accepted draft tokens' KV from the commit pass is kept; rejected slots are cropped (or,
 where rows accepted different counts, masked).
 
-The commit pass writes the whole draft into the KV cache, so a row whose next draft would run
-past the context goes on in a batch of its own with drafts sized down to the positions it has
-left (`engines.block.split_near_the_end`): no position past the context is ever used, and
-prompt + `max_new_tokens` up to the context fit, as in AR.
+Drafts adapt per row (`DraftControl`), priced in AR steps by the engine's cost profile
+(`DraftCosts`): a round costs its denoising steps, the verify pass and the correction, and writes
+its accepted prefix plus one token. Each row holds a *credit*, the AR steps it may still lose to
+drafts that miss: its first draft is granted, a round adds what it saved (or takes what it lost),
+and every token written adds `ALLOWANCE`. A row drafts only what its credit covers if the whole
+draft were rejected (smaller canvases, fewer steps), else it writes by plain AR steps in the same
+request until the allowance has paid for a new try. So a request whose drafts miss costs about
+AR's time plus its first draft. Canvases grow after a fully accepted draft and shrink toward what
+was accepted after a miss; the step budget stops where even a fully accepted draft would no longer
+write `TARGET_GAIN` times what AR writes in the same time.
+
+Rows that draft and rows that write by AR steps decode as two batches (`Rows`), taking turns of
+about equal time; a row moves between them when its plan changes. A row whose next draft would
+run past the context drafts only what fits, or goes on by AR steps: no position past the context
+is ever used, and prompt + `max_new_tokens` up to the context fit, as in AR.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 
@@ -28,13 +40,115 @@ import torch
 
 from engines.ar import choose, decode_ar, next_tokens
 from engines.batch import SequenceBatch, prefill
-from engines.block import BlockParams, context_length, denoise_canvas, room_left, split_near_the_end
+from engines.block import BlockParams, context_length, copy_rows, denoise_canvas
+from engines.cost import CostProfile
 from engines.rows import Admit, Row, retire
 
+MIN_DRAFT = 8  # the smallest draft canvas
+MIN_STEPS = 2  # a draft gets at least this many denoising steps (fewer rarely agree with AR)
+TARGET_GAIN = 2.0  # a fully accepted draft must write this many times what AR writes in its time
+ALLOWANCE = 0.1  # AR steps of credit each written token earns toward a new draft, halved after each miss in a row
+AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
+FIRST_CANVAS = 32  # the first draft's most tokens: most structured answers fit, a miss costs little
+# A draft whose first step's mean entropy over its first positions is above this (nats) is dropped
+# there: measured on the shipped model, drafts AR accepts sit under 0.55 (extractions up to 1.4),
+# drafts it rejects at 1.6 and up (engines.block.head_entropy; docs/engines.md).
+ABANDON_ENTROPY = 1.0
 
-def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> tuple[torch.Tensor, torch.Tensor]:
-    """The drafter: block mode's denoiser. Returns (draft (B, C), steps (B,))."""
-    return denoise_canvas(batch, [r.generator for r in rows], params)
+
+class DraftCosts:
+    """What drafting costs, in AR steps (one encoder call over one new token per row, at the same
+    batch size), from the engine's cost profile; without one, a pass over C tokens at batch B is
+    assumed to cost 1 + C * B / 64 AR steps (the shape measured on a CPU)."""
+
+    def __init__(self, profile: CostProfile | None = None):
+        self.profile = profile
+
+    def step(self, canvas: int, batch: int) -> float:
+        """One denoising step of a draft (or the verify pass over it)."""
+        if self.profile is None:
+            return 1.0 + canvas * batch / 64
+        return self.profile.draft_ms(canvas, batch) / self.profile.forward_ms("ar", batch)
+
+    def round(self, canvas: int, steps: int, batch: int) -> float:
+        """A round: its denoising steps, the verify pass over the draft, the correction."""
+        return (steps + 1) * self.step(canvas, batch) + 1.0
+
+    def step_budget(self, canvas: int, batch: int, most: int) -> int:
+        """The most steps after which a fully accepted draft (canvas + 1 tokens) still writes
+        TARGET_GAIN times what AR writes in the round's time (at least MIN_STEPS, at most `most`)."""
+        fits = int(((canvas + 1) / TARGET_GAIN - 1) / self.step(canvas, batch)) - 1
+        return max(min(MIN_STEPS, most), min(most, fits))
+
+
+@dataclass
+class DraftControl:
+    """One row's drafting plan in verified mode."""
+
+    canvas: int  # the next draft's size when credit allows
+    largest: int  # the model's canvas
+    credit: float = 0.0  # AR steps this row may still lose to drafts that miss
+    first: bool = True  # the first draft is granted whatever the credit
+    misses: int = 0  # rounds in a row that lost time against AR (each halves the allowance)
+
+    @classmethod
+    def start(cls, params: BlockParams, largest: int) -> "DraftControl":
+        return cls(canvas=min(params.canvas, FIRST_CANVAS), largest=largest)
+
+    def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int) -> tuple[int, int]:
+        """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the
+        context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps."""
+        canvas = min(self.canvas, room)
+        if self.first and canvas >= 1:
+            return canvas, costs.step_budget(canvas, batch, most_steps)
+        smallest = min(MIN_DRAFT, canvas)
+        while canvas >= max(1, smallest):
+            step = costs.step(canvas, batch)
+            steps = min(costs.step_budget(canvas, batch, most_steps), int(self.credit / step + 1e-9) - 1)
+            if steps >= min(MIN_STEPS, most_steps):
+                return canvas, steps
+            canvas //= 2
+        return 0, 0
+
+    def drafted(self, accepted: int, canvas: int, cost: float) -> None:
+        """After a round that drafted `canvas` tokens, `accepted` of them, at `cost` AR steps."""
+        written = accepted + 1
+        self.credit += written * (1 + ALLOWANCE) - cost
+        self.misses = 0 if written >= cost else self.misses + 1
+        self.first = False
+        if accepted >= canvas:
+            self.canvas = min(self.largest, 2 * canvas)
+        else:  # toward twice what was accepted: the next guess is as long as the last good run
+            self.canvas = min(canvas, max(MIN_DRAFT, 1 << (2 * written - 1).bit_length()))
+
+    def abandoned(self, cost: float) -> None:
+        """After a draft dropped at its first step (`cost` AR steps); an AR step writes the token."""
+        self.credit -= cost
+        self.misses += 1
+        self.first = False
+        self.canvas = MIN_DRAFT
+
+    @property
+    def allowance(self) -> float:
+        return ALLOWANCE / 2 ** min(max(self.misses - 1, 0), 4)
+
+    def stepped(self) -> None:
+        """After an AR step."""
+        self.credit += self.allowance
+
+    def steps_to_draft(self, costs: DraftCosts, batch: int, most_steps: int) -> int:
+        """AR steps before the credit covers the smallest draft (0: it does now)."""
+        if self.first:
+            return 0
+        canvas = min(MIN_DRAFT, self.canvas)
+        need = (min(MIN_STEPS, most_steps) + 1) * costs.step(canvas, batch)
+        return max(0, math.ceil((need - self.credit) / self.allowance))
+
+
+def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The drafter: block mode's denoiser, greedy, dropping drafts that start unsure.
+    Returns (draft (B, C), steps (B,), abandoned (B,))."""
+    return denoise_canvas(batch, [r.generator for r in rows], params, greedy=True, abandon_above=ABANDON_ENTROPY)
 
 
 def ar_choices(live: list[Row], draft: torch.Tensor, logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
@@ -77,26 +191,54 @@ def constrained_choices(row: Row, draft: list[int], logits: torch.Tensor, first:
 
 @dataclass
 class Rows:
-    """Rows that draft and verify together."""
+    """Rows that decode together: they draft and verify together, or take AR steps together."""
 
     batch: SequenceBatch  # their KV cache: prompt + output so far
     live: list[Row]  # the rows still decoding, in batch order
     predicted: torch.Tensor  # (B,) the AR choice for each row's next position
 
+    def take(self, indices: list[int]) -> "Rows":
+        """Move the rows at `indices` out into a batch of their own (all of them: this batch's
+        cache goes with them, and this one is left empty; an empty `Rows` never uses its batch)."""
+        if len(indices) == len(self.live):
+            taken = Rows(self.batch, self.live, self.predicted)
+            self.live, self.predicted = [], self.predicted[:0]
+            return taken
+        index = torch.tensor(indices, dtype=torch.long, device=self.batch.mask.device)
+        taken = Rows(copy_rows(self.batch, indices), [self.live[j] for j in indices], self.predicted[index])
+        stay = [j for j in range(len(self.live)) if j not in set(indices)]
+        self.batch.select(torch.tensor(stay, dtype=torch.long, device=self.batch.mask.device))
+        self.live, self.predicted = [self.live[j] for j in stay], self.predicted[stay]
+        return taken
 
-def verify_round(rows: Rows, params: BlockParams, seeder=None) -> None:
-    """One round for every live row: draft, commit pass, accept, correct. Updates `rows` in place.
+    def join(self, other: "Rows") -> None:
+        """Add `other`'s rows (and their cache) to this batch."""
+        if not self.live:
+            self.batch, self.live, self.predicted = other.batch, list(other.live), other.predicted
+            return
+        self.batch.merge(other.batch)
+        self.live, self.predicted = self.live + other.live, torch.cat([self.predicted, other.predicted])
+
+
+def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts | None = None) -> float:
+    """One round for every live row: draft, commit pass, accept, correct. Updates `rows` in place
+    and each row's `DraftControl` (when `costs` is given). Returns the round's cost in AR steps.
     With a `seeder` (engines.seeded.Seeder) the drafts are the rows' skeleton-seeded answers."""
     batch, live, device = rows.batch, rows.live, rows.batch.mask.device
     began = time.time_ns()
-    draft, steps = seeder.drafts(batch, live, params) if seeder else draft_canvas(batch, live, params)  # (B, C)
+    if seeder is not None:
+        draft, steps = seeder.drafts(batch, live, params)  # (B, C)
+    else:
+        draft, steps, abandoned = draft_canvas(batch, live, params)  # (B, C), (B,), (B,)
+        if costs is not None and bool(abandoned.all()):
+            return drop_drafts(rows, draft.shape[1], steps, costs, began)
     start = batch.slots
     commit_logits = batch.encode(draft, logits="all")  # (B, C, V): AR choice after each draft token
     ar = torch.cat([rows.predicted[:, None], ar_choices(live, draft, commit_logits, rows.predicted)], dim=1)  # (B, C + 1)
     agree = (draft == ar[:, :-1]).long().cumprod(-1)  # (B, C) 1 up to the first mismatch
     accepted = agree.sum(-1)  # (B,)
     ended = time.time_ns()
-    committed = []
+    committed, spent = [], 0.0
     for j, row in enumerate(live):
         k = int(accepted[j])
         if seeder is None:  # the seeder counted its canvas
@@ -104,10 +246,18 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None) -> None:
             row.stats.steps_per_canvas.append(int(steps[j]))
             row.stats.canvas_times_ns.append((began, ended))
         row.stats.encoder_calls += 1
-        row.stats.drafted += draft.shape[1]
-        row.stats.accepted += k
+        if costs is not None and row.draft is not None:
+            cost = costs.round(draft.shape[1], int(steps[j]), len(live))
+            row.draft.drafted(k, draft.shape[1], cost)
+            spent = max(spent, cost)
         committed.append(draft[j, :k].tolist() + [int(ar[j, k])])
+    before = [len(row.output) for row in live]
     keep = retire(live, committed)
+    for j, row in enumerate(live):  # count what the row used: a draft past the answer's end is not
+        used, k = len(row.output) - before[j], int(accepted[j])
+        row.stats.drafted += min(draft.shape[1], used) if row.leaving else draft.shape[1]
+        row.stats.accepted += min(k, used)
+        row.stats.ar_tokens += used - min(k, used)
     # Keep the KV of accepted draft tokens only; the AR token at the mismatch is encoded next.
     longest = int(accepted.max())
     batch.keep_slots(start + longest)
@@ -121,47 +271,116 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None) -> None:
         for row in rows.live:
             row.stats.encoder_calls += 1
         rows.predicted = next_tokens(rows.live, logits[:, None])[:, 0]
+    else:
+        rows.predicted = rows.predicted[:0]
+    return spent
+
+
+def drop_drafts(rows: Rows, canvas: int, steps: torch.Tensor, costs: DraftCosts, began: int) -> float:
+    """Every row's draft (of `canvas` tokens) was abandoned at its first step: no verify pass, the
+    round ends as an AR step. Returns the round's cost, in AR steps."""
+    spent = 0.0
+    for j, row in enumerate(rows.live):
+        row.stats.decoder_calls += int(steps[j])
+        row.stats.steps_per_canvas.append(int(steps[j]))
+        row.stats.canvas_times_ns.append((began, time.time_ns()))
+        cost = int(steps[j]) * costs.step(canvas, len(rows.live))
+        row.draft.abandoned(cost)
+        spent = max(spent, cost)
+    ar_step(rows)
+    return spent + 1.0
+
+
+def ar_step(rows: Rows) -> None:
+    """Every live row commits its predicted token (the AR choice) and encodes it: one AR step."""
+    before = [len(row.output) for row in rows.live]
+    keep = retire(rows.live, [[int(t)] for t in rows.predicted])
+    for j, row in enumerate(rows.live):
+        row.stats.ar_tokens += len(row.output) - before[j]
+    for j in keep:
+        rows.live[j].draft.stepped()
+    rows.live = [rows.live[j] for j in keep]
+    if not keep:
+        rows.predicted = rows.predicted[:0]
+        return
+    keep_t = torch.tensor(keep, device=rows.batch.mask.device)
+    rows.batch.select(keep_t)
+    logits = rows.batch.encode(rows.predicted[keep_t][:, None], logits="last")
+    for row in rows.live:
+        row.stats.encoder_calls += 1
+    rows.predicted = next_tokens(rows.live, logits[:, None])[:, 0]
+
+
+def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCosts, context: int) -> BlockParams | None:
+    """Move each row to the batch its plan asks for; returns the drafting batch's round settings
+    (its largest planned canvas and step budget), or None when no row drafts now."""
+    def plans(rows: Rows, batch: int) -> list[tuple[int, int]]:
+        return [r.draft.plan(costs, batch, params.steps, context - len(r.prompt_ids) - len(r.output)) for r in rows.live]
+
+    batch = max(1, len(drafting.live))
+    to_ar = [j for j, (canvas, _) in enumerate(plans(drafting, batch)) if canvas == 0]
+    to_draft = [j for j, (canvas, _) in enumerate(plans(stepping, batch)) if canvas > 0]
+    moving = stepping.take(to_draft) if to_draft else None
+    if to_ar:
+        stepping.join(drafting.take(to_ar))
+    if moving:
+        drafting.join(moving)
+    if not drafting.live:
+        return None
+    wanted = plans(drafting, len(drafting.live))
+    canvas = max(c for c, _ in wanted)
+    room = [context - len(r.prompt_ids) - len(r.output) for r in drafting.live]
+    short = [j for j, left in enumerate(room) if left < canvas]
+    if short:  # rows without room for this round's canvas take AR steps meanwhile
+        stepping.join(drafting.take(short))
+        wanted = [w for j, w in enumerate(wanted) if j not in set(short)]
+    return replace(params, canvas=canvas, steps=max(s for c, s in wanted if c == canvas))
 
 
 @torch.inference_mode()
 def decode_verified(
-    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None
+    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
+    costs: DraftCosts | None = None,
 ) -> None:
     """Decode `rows` in verified mode; newcomers from `admit` join between rounds. Rows with a
     skeleton (`seeder` given, params.seeded) draft one round as skeleton-seeded answers (the
     skeleton is accepted for free wherever the values before it were); AR finishes the rest."""
-    context = context_length(model)
+    context, largest, costs = context_length(model), model.config.canvas_length, costs or DraftCosts()
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
-    main = Rows(batch, list(rows), next_tokens(rows, logits[:, None])[:, 0])  # the batch newcomers join
+    drafting = Rows(batch, list(rows), next_tokens(rows, logits[:, None])[:, 0])
     if seeder is not None:
         # Seeded drafts cover the answer from its start, so they serve one round; a plain canvas
         # drafted after a mismatch inside a value is mostly rejected under the grammar, so what
         # the seeded draft left, constrained AR finishes (the same tokens, at AR's cost).
-        verify_round(main, params, seeder)
-        if main.live:
-            decode_ar(model, main.live, pad_id)
+        verify_round(drafting, params, seeder)
+        if drafting.live:
+            decode_ar(model, drafting.live, pad_id)
         return
-    alone: list[Rows] = []  # rows near the end of the context, each in a batch of its own
+    for row in rows:
+        row.draft = DraftControl.start(params, largest)
+    stepping = Rows(batch, [], drafting.predicted[:0])  # rows writing by AR steps: none yet
     while True:
-        stay, leaving = split_near_the_end(main.batch, params.canvas, context)
-        alone += [Rows(own, [main.live[j]], main.predicted[j : j + 1]) for j, own in leaving]
-        if leaving:
-            main.live, main.predicted = [main.live[j] for j in stay], main.predicted[stay]
-        if main.live:
-            verify_round(main, params)
-        for own in alone:
-            # validate() let in only prompt + max_new_tokens <= context, so the room is never empty
-            verify_round(own, replace(params, canvas=min(params.canvas, room_left(own.batch, context))))
-        alone = [own for own in alone if own.live]
-        running = len(main.live) + sum(len(own.live) for own in alone)
+        if any(int(t) in r.stop_ids for r, t in zip(drafting.live, drafting.predicted)):
+            ar_step(drafting)  # a row's next token ends it: commit it (the others' next too) rather than draft
+        round_params = regroup(drafting, stepping, params, costs, context)
+        spent = verify_round(drafting, round_params, costs=costs) if round_params else 0.0
+        # The AR batch takes about as long as the round did; alone, it runs until a row may draft
+        # again (at most AR_STRETCH steps, so that newcomers get in).
+        if round_params is None and stepping.live:
+            wait = min(r.draft.steps_to_draft(costs, len(stepping.live), params.steps) for r in stepping.live)
+            turns = min(max(1, wait), AR_STRETCH)
+        else:
+            turns = max(1, round(spent))
+        for _ in range(turns):
+            if not stepping.live:
+                break
+            ar_step(stepping)
+        running = len(drafting.live) + len(stepping.live)
         joining = admit(max_batch - running) if admit else []
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
-            new_predicted = next_tokens(joining, new_logits[:, None])[:, 0]
-            if main.live:
-                main.batch.merge(new_batch)
-                main.live, main.predicted = main.live + joining, torch.cat([main.predicted, new_predicted])
-            else:
-                main = Rows(new_batch, list(joining), new_predicted)
-        if not main.live and not alone:
+            for row in joining:
+                row.draft = DraftControl.start(params, largest)
+            drafting.join(Rows(new_batch, list(joining), next_tokens(joining, new_logits[:, None])[:, 0]))
+        if not drafting.live and not stepping.live:
             return

@@ -64,6 +64,18 @@ def register(commands, bench_commands):
     p.add_argument("--acceptance-from", type=_existing_file, default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
     p.set_defaults(func=_lazy("engines.tools.bench"))
 
+    p = bench_commands.add_parser("verified", help="adaptive verified decoding against AR, prompt by prompt: the suite and realistic prompts")
+    p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
+    p.add_argument("--n", type=_bounded(int, 1), default=4, help="suite items per family (summarize, plan, code)")
+    p.add_argument("--prompts", type=_existing_file, default=None, help="realistic prompts, JSONL (default: tests/data/realistic_prompts.jsonl)")
+    p.add_argument("--max-tokens", type=_bounded(int, 1), default=256)
+    p.add_argument("--repeat", type=_bounded(int, 1), default=3, help="runs per prompt and mode (medians)")
+    p.add_argument("--batch", type=_bounded(int, 1), nargs="+", default=[1], help="batch sizes (a chunk of prompts decodes together)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--write-profile", action="store_true", help="first measure draft and AR steps into the checkpoint's cost_profile.json")
+    p.add_argument("--json", default=None, help="write every prompt's figures and the summary here")
+    p.set_defaults(func=_lazy("engines.tools.bench_verified"))
+
     p = commands.add_parser("eval", help="evaluate a checkpoint")
     eval_commands = p.add_subparsers(dest="eval", required=True, metavar="WHAT")
     p = eval_commands.add_parser("model", help="task-suite quality per family in block (by steps and canvas), verified and AR mode")

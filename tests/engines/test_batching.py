@@ -17,8 +17,9 @@ def test_batched_equals_one_by_one(engine, mode):
         alone = engine.generate(request)
         assert together.token_ids == alone.token_ids, request.messages
         assert together.finish_reason == alone.finish_reason
-        assert together.stats.decoder_calls == alone.stats.decoder_calls
-        assert together.stats.encoder_calls == alone.stats.encoder_calls
+        if mode != "verified":  # verified prices its drafts at the batch size it runs at: the calls differ, not the tokens
+            assert together.stats.decoder_calls == alone.stats.decoder_calls
+            assert together.stats.encoder_calls == alone.stats.encoder_calls
 
 
 def test_mixed_modes_in_one_call_keep_order(engine):

@@ -6,7 +6,15 @@ import torch
 import engines.verified
 from engines.batch import SequenceBatch
 from engines import GenerationRequest
+from engines.verified import DraftCosts
 from tests.engines.factories import PROMPTS, chat
+
+
+class CheapDrafts(DraftCosts):
+    """Drafts priced at almost nothing: every round pays, so rows draft every round whatever they accept."""
+
+    def step(self, canvas: int, batch: int) -> float:
+        return 0.01
 
 
 @pytest.mark.parametrize(("prompt", "max_new_tokens"), [(p, n) for p, n in zip(PROMPTS, [1, 7, 40, 75, 3, 33, 12, 64])])
@@ -33,7 +41,7 @@ def oracle_drafter(engine, corrupt_every):
                 corrupt = (i + 3 * b + len(row.output)) % corrupt_every == corrupt_every - 1
                 canvas[b, i] = (token + 1) % engine.vocab_size if corrupt else token
                 logits = probe.encode(torch.tensor([[token]]), logits="last")
-        return canvas, torch.full((batch.size,), params.steps)
+        return canvas, torch.full((batch.size,), params.steps), torch.zeros(batch.size, dtype=torch.bool)
 
     return draft
 
@@ -42,6 +50,7 @@ def oracle_drafter(engine, corrupt_every):
 def test_accepted_prefixes_keep_output_equal_to_ar(engine, monkeypatch, corrupt_every):
     requests = [chat(p, mode="verified", max_new_tokens=40, stop_token_ids=[], canvas=16) for p in PROMPTS[:4]]
     monkeypatch.setattr(engines.verified, "draft_canvas", oracle_drafter(engine, corrupt_every))
+    monkeypatch.setattr(engine, "draft_costs", CheapDrafts())
     with torch.inference_mode():
         results = engine.generate_batch(requests)  # rows accept different counts: ragged cache slots
     for request, result in zip(requests, results):
@@ -51,7 +60,7 @@ def test_accepted_prefixes_keep_output_equal_to_ar(engine, monkeypatch, corrupt_
         assert result.stats.encoder_calls < ar.stats.encoder_calls
 
 
-def test_rejected_draft_slots_are_cropped_from_the_cache(engine):
+def test_rejected_draft_slots_are_cropped_from_the_cache(engine, monkeypatch):
     # Rejected draft tokens must leave the KV cache, or a long answer would fill it (and a
     # sliding-window layer) with canvases of garbage: the cache holds prompt + output only.
     import engines.batch
@@ -63,12 +72,10 @@ def test_rejected_draft_slots_are_cropped_from_the_cache(engine):
         original(batch, length)
         seen.append((batch.slots, batch.cache.get_seq_length()))
 
-    monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setattr(engines.batch.SequenceBatch, "keep_slots", spy)
-    try:
-        result = engine.generate(chat(PROMPTS[0], mode="verified", max_new_tokens=20, max_denoising_steps=2, stop_token_ids=[]))
-    finally:
-        monkeypatch.undo()
+    monkeypatch.setattr(engines.verified, "draft_canvas", oracle_drafter(engine, corrupt_every=5))
+    monkeypatch.setattr(engine, "draft_costs", CheapDrafts())
+    result = engine.generate(chat(PROMPTS[0], mode="verified", max_new_tokens=20, canvas=8, stop_token_ids=[]))
     assert seen, "verified mode never trimmed its cache"
     prompt = len(engine.prompt_ids(chat(PROMPTS[0])))
     slots, cached = seen[-1]
@@ -82,3 +89,79 @@ def test_agreement_counts_the_prefix_ar_would_accept(engine):
     corrupted = answer[:5] + [(answer[5] + 1) % engine.vocab_size] + answer[6:]
     assert engine.agreement(request, corrupted) == 5
     assert engine.agreement(request, []) == 0
+
+
+def scripted_drafter(engine, good, log):
+    """A drafter whose quality follows the row's output so far: `good(row)` true -> AR's own greedy
+    continuation (all accepted); false -> a draft that starts unsure (abandoned at its first step).
+    `log` gets (row output length, good) for every draft."""
+    oracle = oracle_drafter(engine, corrupt_every=10**9)
+
+    def draft(batch, rows, params):
+        canvas, steps, _ = oracle(batch, rows, params)
+        wanted = torch.tensor([good(r) for r in rows])
+        log.extend((len(r.output), bool(w)) for r, w in zip(rows, wanted))
+        canvas[~wanted] = (canvas[~wanted] + 1) % engine.vocab_size
+        steps[~wanted] = 1
+        return canvas, steps, ~wanted
+
+    return draft
+
+
+def test_rows_switch_to_ar_and_back_mid_request_and_still_equal_ar(engine, monkeypatch):
+    # Drafts right for the first 10 tokens, unsure until 70, right again after: the row drafts,
+    # goes on by AR steps once the misses have spent its credit, and drafts again later. Batched
+    # with a row whose drafts are always right and one whose drafts never are.
+    log = []
+    phases = lambda r: len(r.output) < 10 or len(r.output) >= 70  # noqa: E731
+    prompts = {"switching": PROMPTS[1], "good": PROMPTS[4], "bad": PROMPTS[5]}
+    rules = {PROMPTS[1]: phases, PROMPTS[4]: lambda r: True, PROMPTS[5]: lambda r: False}
+    monkeypatch.setattr(engines.verified, "draft_canvas", scripted_drafter(engine, lambda r: rules[r.request.messages[0]["content"]](r), log))
+    requests = {k: chat(p, mode="verified", max_new_tokens=120, stop_token_ids=[], canvas=8) for k, p in prompts.items()}
+    together = dict(zip(requests, engine.generate_batch(list(requests.values()))))
+    alone = engine.generate(requests["switching"])
+    for name, request in requests.items():
+        ar = engine.generate(GenerationRequest(messages=request.messages, mode="ar", max_new_tokens=120, stop_token_ids=[]))
+        assert together[name].token_ids == ar.token_ids, name
+        stats = together[name].stats
+        assert stats.accepted + stats.ar_tokens == stats.output_tokens == 120
+    assert alone.token_ids == together["switching"].token_ids
+    switching = together["switching"].stats
+    assert switching.accepted >= 24 and switching.ar_tokens >= 30  # drafts at both ends (8 + 16, then more), AR between
+    drafted_at = [n for n, good in log if good]
+    assert any(n >= 70 for n in drafted_at), "drafting never resumed after the misses"
+    assert together["good"].stats.ar_tokens < 20  # one AR token per round at most, canvases growing
+    bad = together["bad"].stats
+    assert bad.accepted == 0 and bad.decoder_calls <= 12  # a few one-step probes, AR for the rest
+
+
+def test_drafts_that_never_agree_cost_a_few_probes(engine):
+    # The random model's drafts never agree with its AR choice: after its first draft a row writes
+    # by AR steps, probing again only as the allowance builds up (no verify pass for a dropped draft).
+    request = chat(PROMPTS[5], mode="verified", max_new_tokens=100, stop_token_ids=[], seed=0)
+    verified = engine.generate(request)
+    ar = engine.generate(chat(PROMPTS[5], mode="ar", max_new_tokens=100, stop_token_ids=[]))
+    assert verified.token_ids == ar.token_ids
+    assert verified.stats.ar_tokens == 100 and verified.stats.accepted == 0
+    assert verified.stats.decoder_calls <= 6
+    assert verified.stats.encoder_calls <= ar.stats.encoder_calls + 2
+
+
+def test_first_draft_is_granted_and_sized_for_short_answers(engine):
+    from engines.verified import FIRST_CANVAS, DraftControl
+
+    params = engine.block_params(chat("hi", mode="verified", canvas=32))
+    control = DraftControl.start(params, largest=256)
+    costs = DraftCosts()  # no profile: assumed costs
+    canvas, steps = control.plan(costs, batch=1, most_steps=params.steps, room=1000)
+    assert canvas == min(32, FIRST_CANVAS) and steps >= 2 and control.credit == 0
+    control.drafted(accepted=canvas, canvas=canvas, cost=costs.round(canvas, steps, 1))  # all accepted: grow
+    assert control.canvas == 2 * canvas and control.credit > 0
+    control.drafted(accepted=0, canvas=control.canvas, cost=costs.round(control.canvas, 8, 1))  # a miss: shrink, pay
+    assert control.canvas == 8
+    while control.plan(costs, 1, params.steps, 1000) != (0, 0):  # misses spend the credit ...
+        control.drafted(accepted=0, canvas=8, cost=costs.round(8, 2, 1))
+    for _ in range(200):  # ... and the allowance earns it back
+        control.stepped()
+    assert control.plan(costs, 1, params.steps, 1000)[0] > 0
+    assert control.plan(costs, 1, params.steps, room=5) == (0, 0) or control.plan(costs, 1, params.steps, room=5)[0] <= 5
