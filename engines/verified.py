@@ -16,7 +16,7 @@ where rows accepted different counts, masked).
 Drafts adapt per row (`DraftControl`), priced in AR steps by the engine's cost profile
 (`DraftCosts`): a round costs its denoising steps, the verify pass and the correction, and writes
 its accepted prefix plus one token. Each row holds a *credit*, the AR steps it may still lose to
-drafts that miss: its first draft is granted, a round adds what it saved (or takes what it lost),
+drafts that miss: its first draft (FIRST_STEPS steps) is granted, a round adds what it saved (or takes what it lost),
 and every token written adds `ALLOWANCE`. A row drafts only what its credit covers if the whole
 draft were rejected (smaller canvases, fewer steps), else it writes by plain AR steps in the same
 request until the allowance has paid for a new try. So a request whose drafts miss costs about
@@ -48,6 +48,7 @@ MIN_DRAFT = 8  # the smallest draft canvas
 MIN_STEPS = 2  # a draft gets at least this many denoising steps (fewer rarely agree with AR)
 TARGET_GAIN = 2.0  # a fully accepted draft must write this many times what AR writes in its time
 ALLOWANCE = 0.1  # AR steps of credit each written token earns toward a new draft, halved after each miss in a row
+FIRST_STEPS = 2  # the first draft's steps: the shipped model's drafts that AR accepts are right after two
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
 FIRST_CANVAS = 32  # the first draft's most tokens: most structured answers fit, a miss costs little
 # A draft whose first step's mean entropy over its first positions is above this (nats) is dropped
@@ -100,7 +101,7 @@ class DraftControl:
         context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps."""
         canvas = min(self.canvas, room)
         if self.first and canvas >= 1:
-            return canvas, costs.step_budget(canvas, batch, most_steps)
+            return canvas, min(FIRST_STEPS, most_steps)
         smallest = min(MIN_DRAFT, canvas)
         while canvas >= max(1, smallest):
             step = costs.step(canvas, batch)

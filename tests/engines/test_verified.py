@@ -165,3 +165,35 @@ def test_first_draft_is_granted_and_sized_for_short_answers(engine):
         control.stepped()
     assert control.plan(costs, 1, params.steps, 1000)[0] > 0
     assert control.plan(costs, 1, params.steps, room=5) == (0, 0) or control.plan(costs, 1, params.steps, room=5)[0] <= 5
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from engines import DiffusionEngine
+    from engines.defaults import SHIPPED_CHECKPOINT
+
+    return DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT)
+
+
+def test_adaptive_verified_equals_ar_on_the_shipped_model(shipped):
+    # Suite items, whose drafts AR accepts, and hand-written prompts, whose drafts it mostly
+    # rejects: rows that keep drafting, rows that switch to AR steps, rows that finish inside a
+    # draft, alone and batched together, on short and long budgets.
+    import json
+    from pathlib import Path
+
+    from engines.training.tasks import generate_suite
+
+    real = [json.loads(line)["messages"] for line in (Path(__file__).parents[1] / "data" / "realistic_prompts.jsonl").read_text().splitlines()]
+    suite = [it.messages for it in generate_suite(1, split="test", seed=3, families=("summarize", "plan", "code", "extract"))]
+    prompts = suite + real[::5]
+    for max_tokens in (6, 80):
+        requests = [GenerationRequest(messages=m, mode="verified", max_new_tokens=max_tokens) for m in prompts]
+        ar = [shipped.generate(GenerationRequest(messages=m, mode="ar", max_new_tokens=max_tokens)).token_ids for m in prompts]
+        together = shipped.generate_batch(requests)
+        assert [r.token_ids for r in together] == ar
+        alone = [shipped.generate(r) for r in requests[:4]]
+        assert [r.token_ids for r in alone] == ar[:4]
+        assert all(r.stats.accepted + r.stats.ar_tokens == r.stats.output_tokens for r in together + alone)
+        if max_tokens == 80:  # alone, drafts write the summary and the code (batched on a CPU, AR steps mostly do)
+            assert all(r.stats.accepted >= 0.9 * r.stats.output_tokens for r in (alone[0], alone[2]))
