@@ -1,5 +1,6 @@
-"""The admin API (`/admin/...`): the live policy (show, validate, apply, history, rollback) and
-the gateway's stats. Off (404) unless the admin token variable is set; every route needs
+"""The admin API (`/admin/...`): the live policy (show, validate, apply, history, rollback), the
+gateway's stats, and a routing dry run (`POST /admin/route`: the decision the gateway would make
+now for a chat request, load included, with nothing decoded or logged). Off (404) unless the admin token variable is set; every route needs
 `Authorization: Bearer <token>` (compared in constant time). Hidden from the public OpenAPI
 document. Errors are TandemErrors, answered by the ingress's one handler.
 
@@ -22,7 +23,13 @@ from fastapi import APIRouter, Body, Depends, Request
 
 from engines.errors import AuthenticationError, InvalidRequestError, NotFoundError
 from policies.stores import redact
+from router.calls import chat_call
 from router.gateway import replica_gateway
+from router.openai_api import ChatCompletionRequest
+from router.schemas import check_off_loop
+from router.structured import output_spec
+
+ROUTE_API_KEY_HEADER = "x-tandem-route-api-key"  # the dry run's stand-in for the caller's API key (Authorization holds the admin token)
 
 admin = APIRouter(prefix="/admin", include_in_schema=False)
 
@@ -95,6 +102,24 @@ async def rollback_policy(body: dict[str, Any] = Body(...), gw=Depends(require_a
     version = _int_field(body, "version", required=True)
     policy = gw.router.store.rollback(version, expect_version=_int_field(body, "expect_version"))
     return {"version": policy.version, "policy": policy.model_dump(mode="json")}
+
+
+@admin.post("/route")
+async def dry_run_route(body: ChatCompletionRequest, request: Request, gw=Depends(require_admin)):
+    """The decision the gateway would make for this chat request now: the same checks, features,
+    classifier, policy and live routing view as /v1/chat/completions, and nothing decoded or logged."""
+    headers = {k: v for k, v in request.headers.items() if k != "authorization"}
+    if ROUTE_API_KEY_HEADER in headers:  # API-key overrides apply as for that key's requests
+        headers["authorization"] = f"Bearer {headers.pop(ROUTE_API_KEY_HEADER)}"
+    call = chat_call(body, headers, await check_off_loop(output_spec, body))
+    await gw.view.ready()
+    policy = gw.router.policy
+    decision = gw.router.decide(call.route, gw.view.view())
+    return decision.model_dump(mode="json") | {
+        "load_aware": policy.load_aware.enabled,  # the live view was applied (per the policy's load_aware)
+        "routing": gw.view.snapshot(),
+        "policy_version": policy.version,
+    }
 
 
 @admin.get("/stats")

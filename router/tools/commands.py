@@ -79,28 +79,67 @@ def cmd_dataset(args: argparse.Namespace) -> int:
 
 @_errors_as_messages
 def cmd_route(args: argparse.Namespace) -> int:
-    from router.decide import Router
-    from router.types import RouteRequest
-
     headers = {}
     for h in args.header or []:
         if "=" not in h and ":" not in h:
             raise ValueError(f"--header takes NAME=VALUE, got {h!r}")
         k, v = h.split("=", 1) if "=" in h else h.split(":", 1)
         headers[k.strip()] = v.strip()
+    prompt = args.prompt if args.prompt != "-" else sys.stdin.read()
+    if args.url:
+        print(json.dumps(_route_on_server(args, prompt, headers), indent=2))
+        return 0
+
+    from router.decide import Router
+    from router.types import RouteRequest
+
     kw = {"model": args.model, "max_tokens": args.max_tokens, "headers": headers, "api_key": args.api_key}
     if args.json_mode:
         kw["response_format"] = {"type": "json_object"}
     if args.request_id:
         kw["request_id"] = args.request_id
-    prompt = args.prompt if args.prompt != "-" else sys.stdin.read()
     router = Router(model_path=args.model_path, policy_source=args.policy, **({"watch": False} if _is_redis(args.policy) else {}))
     try:
         decision = router.decide(RouteRequest.from_prompt(prompt, system=args.system, **kw))
     finally:
         router.close()
-    print(json.dumps(decision.model_dump(), indent=2))
+    note = "decided here, with no view of the engines' load: the load-aware step was not applied (--url asks a running server)"
+    print(json.dumps(decision.model_dump(mode="json") | {"load_aware": False, "note": note}, indent=2))
     return 0
+
+
+def _route_on_server(args: argparse.Namespace, prompt: str, headers: dict[str, str]) -> dict:
+    """The running server's decision for the prompt now (POST /admin/route with the admin token)."""
+    import os
+
+    import httpx
+
+    token = args.admin_token or os.environ.get("TANDEM_ADMIN_TOKEN")
+    if not token:
+        raise ValueError("--url needs the server's admin token: --admin-token or $TANDEM_ADMIN_TOKEN")
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": prompt}]
+    body = {"model": args.model, "messages": messages}
+    if args.max_tokens:
+        body["max_tokens"] = args.max_tokens
+    if args.json_mode:
+        body["response_format"] = {"type": "json_object"}
+    headers = headers | {"authorization": f"Bearer {token}"}
+    if args.api_key:
+        headers["x-tandem-route-api-key"] = args.api_key
+    if args.request_id:
+        headers["x-request-id"] = args.request_id
+    url = args.url.rstrip("/").removesuffix("/v1") + "/admin/route"
+    try:
+        reply = httpx.post(url, json=body, headers=headers, timeout=30)
+    except httpx.HTTPError as exc:
+        raise ValueError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+    if reply.status_code != 200:
+        try:
+            message = reply.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = reply.text[:200]
+        raise ValueError(f"{url} answered {reply.status_code}: {message}")
+    return reply.json()
 
 
 def _is_redis(source: str | None) -> bool:
@@ -145,8 +184,10 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--out", default=None, help="directory (default: router/data)")
     p.set_defaults(func=cmd_dataset)
 
-    p = commands.add_parser("route", help="print the routing decision for a prompt as JSON")
+    p = commands.add_parser("route", help="print the routing decision for a prompt as JSON (--url: the running server's, load included)")
     p.add_argument("prompt", help="the user message ('-' reads stdin)")
+    p.add_argument("--url", default=None, help="ask the server at this URL (its admin API) for the decision it would make now")
+    p.add_argument("--admin-token", default=None, help="with --url: the server's admin token (default: $TANDEM_ADMIN_TOKEN)")
     p.add_argument("--system", default=None, help="a system prompt")
     p.add_argument("--model", default="tandem", help="model alias (tandem, tandem-block, tandem-verified, tandem-ar)")
     p.add_argument("--max-tokens", type=int, default=None)
