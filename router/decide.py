@@ -158,7 +158,7 @@ class Router:
 
         def estimate(m: str) -> float | None:
             raw = self.finish_estimate(m, tokens, steps, canvas, task, view)
-            return None if raw is None else raw * view[ENGINE_OF_MODE[m]].calibration
+            return None if raw is None else raw * view[ENGINE_OF_MODE[m]].factor(m, task)
 
         here = estimate(mode)
         options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]

@@ -219,7 +219,7 @@ class Gateway:
             steps = gen.max_denoising_steps or cost.steps
             estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, self.view.view())
             service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task)
-        return self.view.dispatched(gen, estimate, service)
+        return self.view.dispatched(gen, estimate, service, task=decision.task)
 
     # ---- streaming ----------------------------------------------------------------------------------------
 

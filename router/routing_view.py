@@ -3,7 +3,9 @@
 It polls each engine's load every half second (off the request path), counts the requests this
 gateway has sent since (a burst routed inside one poll interval would otherwise all see the same
 idle engine), prices the block engine's work ahead (`Backlog`) and learns how much longer than
-the cost profile's estimate each engine really takes (`Calibration`). `decide()` reads one typed
+the cost profile's estimate each engine really takes (`Calibration`), overall and per mode and
+task type: the profile prices verified (and block) from the task suite's acceptance, and what a
+mode really costs on today's requests of a task is what they took. `decide()` reads one typed
 snapshot of all that: an `EngineView` per engine.
 """
 
@@ -12,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
 
 from engines.cost import CostProfile
 from engines.types import ENGINE_OF_MODE, Engine, EngineLoad, GenerationRequest
@@ -21,6 +24,7 @@ log = logging.getLogger("tandem.gateway")
 
 POLL_INTERVAL_S = 0.5
 FIRST_POLL_WAIT_S = 1.0  # how long the first requests at a fresh replica wait for a view
+TASK_EVIDENCE = 3  # finished requests of a (mode, task) before its own calibration is used
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,13 @@ class EngineView:
     calibration: float = 1.0  # observed / estimated time of its recent requests
     backlog_ms: float | None = None  # block engine: estimated work ahead of a new request
     reachable: bool = True  # answered its last poll
+    # (mode, task) -> observed / estimated time of that mode's recent requests of that task, once
+    # there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
+    by_task: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def factor(self, mode: str, task: str | None) -> float:
+        """How much longer than the cost profile's estimate a `mode` request of `task` takes here."""
+        return self.by_task.get((mode, task), self.calibration) if task else self.calibration
 
 
 @dataclass
@@ -42,6 +53,8 @@ class Ticket:
 
     engine: Engine
     started: float  # time.monotonic() at dispatch
+    mode: str = ""  # the mode it was sent in
+    task: str | None = None  # the router's task type for it
     estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
     backlog_end: float | None = None  # its place in the block engine's backlog
 
@@ -62,6 +75,8 @@ class RoutingView:
         self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
         self.backlog = Backlog()  # estimated work ahead of the block engine
         self.calibration: dict[Engine, Calibration] = {e: Calibration() for e in engines}
+        # (mode, task) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
+        self.by_task: dict[tuple[str, str], Calibration] = defaultdict(lambda: Calibration(high=50.0))
         self._poller: asyncio.Task | None = None
         self._first_poll: asyncio.Event | None = None
 
@@ -122,16 +137,18 @@ class RoutingView:
             running = min(total, load.capacity)
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
                                    calibration=self.calibration[name].factor,
-                                   backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None)
+                                   backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
+                                   by_task={k: c.factor for k, c in self.by_task.items() if ENGINE_OF_MODE[k[0]] == name and c.count >= TASK_EVIDENCE})
         return out
 
     # ---- what this gateway sends ----------------------------------------------------------------------
 
-    def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None) -> Ticket:
+    def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None, task: str | None = None) -> Ticket:
         """Count `gen` at its engine, with the cost profile's estimate of its finish (calibrated
-        against what happens) and, on the block engine, its own work in the backlog."""
+        against what happens, for its engine and for its mode and `task`) and, on the block engine,
+        its own work in the backlog."""
         engine = ENGINE_OF_MODE[gen.mode]
-        ticket = Ticket(engine, time.monotonic(), estimate_ms=estimate_ms)
+        ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms)
         if engine == "block" and service_ms is not None:
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
@@ -144,11 +161,15 @@ class RoutingView:
         if ticket.backlog_end is not None:
             self.backlog.done(ticket.backlog_end, now)
         if ok and ticket.estimate_ms:
-            self.calibration[ticket.engine].observe((now - ticket.started) * 1000.0, ticket.estimate_ms)
+            observed = (now - ticket.started) * 1000.0
+            self.calibration[ticket.engine].observe(observed, ticket.estimate_ms)
+            if ticket.task:
+                self.by_task[(ticket.mode, ticket.task)].observe(observed, ticket.estimate_ms)
 
     def snapshot(self) -> dict:
         """For /admin/stats."""
         return {"calibration": {e: round(c.factor, 3) for e, c in self.calibration.items()},
+                "calibration_by_task": {f"{m}/{t}": round(c.factor, 3) for (m, t), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight)}
 
 
@@ -187,6 +208,7 @@ class Calibration:
     def __init__(self, alpha: float = 0.2, low: float = 0.5, high: float = 4.0) -> None:
         self.alpha, self.low, self.high = alpha, low, high
         self._observed = self._estimated = 0.0
+        self.count = 0  # requests observed
 
     @property
     def factor(self) -> float:
@@ -197,5 +219,6 @@ class Calibration:
     def observe(self, observed_ms: float, estimated_ms: float) -> None:
         if estimated_ms <= 0:
             return
+        self.count += 1
         self._observed += self.alpha * (observed_ms - self._observed)
         self._estimated += self.alpha * (estimated_ms - self._estimated)

@@ -11,6 +11,7 @@ import pytest
 from engines.cost import CostProfile
 from policies.schema import DEFAULT_TASK_MODES
 from router import Router
+from engines.types import EngineLoad
 from router.routing_view import EngineView
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
@@ -226,3 +227,40 @@ def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
     assert r.decide(req(ESSAY), view={"block": replace(IDLE, backlog_ms=10000.0), "ar": busy_ar}).mode == "ar"
     slow_ar = replace(busy_ar, calibration=3.0)
     assert r.decide(req(ESSAY), view={"block": replace(IDLE, backlog_ms=10000.0), "ar": slow_ar}).mode == "block"
+
+
+def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypatch):
+    """The profile prices verified from the suite's acceptance; requests of a task whose drafts miss
+    take far longer than that. Once a few of them have (per mode and task, decaying old evidence),
+    the router prices verified for that task by what they took, and stops moving work to it,
+    while other tasks keep the engine's own calibration."""
+    import router.routing_view as rv_module
+    from engines.types import GenerationRequest
+    from router.routing_view import TASK_EVIDENCE, RoutingView
+
+    clock = [0.0]
+    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {"ar": None, "block": None}
+    for i in range(TASK_EVIDENCE + 2):
+        ticket = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=50.0, service_ms=None, task="summarize")
+        clock[0] += 1.0  # took 1 s against an estimate of 50 ms
+        rv.returned(ticket, ok=True)
+        if i == TASK_EVIDENCE - 2:
+            assert rv.by_task[("verified", "summarize")].count < TASK_EVIDENCE
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    view = rv.view()
+    assert view["block"].factor("verified", "summarize") == pytest.approx(20.0)  # what they took over what was estimated
+    assert view["block"].factor("verified", "plan") == view["block"].calibration  # no evidence: the engine's own
+    assert "verified/summarize" in rv.snapshot()["calibration_by_task"]
+    # a router that moves summaries from AR to an idle verified engine (estimated ~10x sooner) stops doing so
+    r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"summarize": "ar"},
+                                         load_aware={"enabled": True, "min_gain": 1.2}))
+    r.cost = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 20.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9,
+                         acceptance_by_task={"summarize": 0.98}, block_steps_by_task={"summarize": 2})
+    summary = req("Summarize in one sentence: the meeting moved to Tuesday because the room was booked.", max_tokens=200)
+    assert r.predict(summary).task == "summarize"
+    fresh = {"block": IDLE, "ar": IDLE}
+    assert r.decide(summary, view=fresh).mode == "verified"
+    seen = {"block": replace(IDLE, by_task={("verified", "summarize"): view["block"].factor("verified", "summarize")}), "ar": IDLE}
+    assert r.decide(summary, view=seen).mode == "ar"
