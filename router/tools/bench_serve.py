@@ -1,12 +1,18 @@
-"""`tandem bench serve`: the served app through HTTP, comparing routing policies on the task suite.
+"""`tandem bench serve`: the served app through HTTP, comparing routing policies on a workload.
 
 Policies, selected per request by model alias so one running app serves all four: all-AR
 (`tandem-ar`), all-block (`tandem-block`), all-verified (`tandem-verified`) and the learned
-router (`tandem`). Workload: the task suite's test split (every family, mixed, in one shuffled
-order shared by all policies), at concurrency 1 and 8. Reports requests/s, output tokens/s,
-p50/p99 latency and quality (exact match, family score), with ratios to all-AR and all-block;
-writes JSON and a PNG. Without `--url` it starts the app in-process on a free port (the shipped
-checkpoint, default policy) and stops it afterwards.
+router (`tandem`). Workloads: `suite`, the task suite's test split (every family, mixed, in one
+shuffled order shared by all policies), scored against its references; `realistic`, the
+hand-written prompts of `tests/data/realistic_prompts.jsonl` (no template wrote them), scored
+against all-AR's answer in the same round (exact: the same text). Concurrency 1 and 8. Reports
+requests/s, output tokens/s, p50/p99 latency and quality (exact match, family score), with ratios
+to all-AR and all-block, and the **oracle**: per request, the fastest single mode among those that
+score as AR does on it, measured in the same round; its throughput (concurrency x requests / the
+sum of those times) is the router's upper bound, and the router is reported as a share of it, of
+the better single mode, and per request against that request's best single mode. Writes JSON and
+a PNG. Without `--url` it starts the app in-process on a free port (the shipped checkpoint,
+default policy) and stops it afterwards.
 """
 
 from __future__ import annotations
@@ -16,11 +22,29 @@ import json
 import random
 import statistics
 import time
+from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import httpx
 
 POLICIES = {"all-ar": "tandem-ar", "all-block": "tandem-block", "all-verified": "tandem-verified", "router": "tandem"}
+SINGLE_MODES = ("all-ar", "all-block", "all-verified")
+REALISTIC = Path(__file__).resolve().parents[2] / "tests" / "data" / "realistic_prompts.jsonl"
+
+
+@dataclass
+class Prompt:
+    """A realistic workload item: no reference answer (it is scored against AR's)."""
+
+    messages: list[dict]
+    family: str  # its kind: short_structured, free_text, long_writing
+    name: str
+
+
+def realistic_items(path: Path = REALISTIC) -> list[Prompt]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [Prompt(r["messages"], r["kind"], r["id"]) for r in rows]
 
 
 async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -> dict:
@@ -49,7 +73,8 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
         t0 = time.perf_counter()
         await asyncio.gather(*(one(i, item) for i, item in enumerate(items)))
         elapsed = time.perf_counter() - t0
-    scores = [score(item, out[0]) if out is not None else None for item, out in zip(items, outputs)]
+    scored = not isinstance(items[0], Prompt)  # realistic prompts are scored later, against AR's answers
+    scores = [score(item, out[0]) if out is not None and scored else None for item, out in zip(items, outputs)]
     tokens = sum(out[1] for out in outputs if out is not None)
     latencies.sort()
     by_family: dict[str, dict] = {}
@@ -71,7 +96,60 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
         "family_score": sum(s.family_score for s in scores if s) / len(items),
         "modes": {m: modes.count(m) for m in sorted(set(modes) - {None})},
         "by_family": by_family,
+        "per_item": [{"family": item.family, "ms": ms, "mode": mode, "text": out[0] if out else None, "exact": bool(s and s.exact),
+                      "score": s.family_score if s else 0.0} for item, ms, mode, out, s in zip(items, item_ms, modes, outputs, scores)],
     }
+
+
+def score_against_ar(runs: list[dict]) -> None:
+    """Realistic workload: each run's answers scored against all-AR's in the same round and
+    concurrency (exact: the same text; score: similarity), and its quality figures set from them."""
+    for run in runs:
+        ar = next(r for r in runs if r["policy"] == "all-ar" and r["round"] == run["round"] and r["concurrency"] == run["concurrency"])
+        for mine, ref in zip(run["per_item"], ar["per_item"]):
+            same = mine["text"] is not None and mine["text"] == ref["text"]
+            mine["exact"] = same
+            mine["score"] = 1.0 if same else SequenceMatcher(None, mine["text"] or "", ref["text"] or "").ratio()
+        n = len(run["per_item"])
+        run["exact_match"] = sum(i["exact"] for i in run["per_item"]) / n
+        run["family_score"] = sum(i["score"] for i in run["per_item"]) / n
+        for f in run["by_family"].values():
+            f["exact"] = 0
+        for mine in run["per_item"]:
+            run["by_family"][mine["family"]]["exact"] += mine["exact"]
+
+
+def oracle(runs: list[dict]) -> list[dict]:
+    """Per round and concurrency: the per-request oracle (the fastest single mode among those that
+    score at least as AR does on that request) and the router against it, against the better
+    single mode, and per request against that request's fastest single mode."""
+    out = []
+    for key in dict.fromkeys((r["round"], r["concurrency"]) for r in runs):
+        mine = {r["policy"]: r for r in runs if (r["round"], r["concurrency"]) == key}
+        singles = [p for p in SINGLE_MODES if p in mine]
+        if "all-ar" not in mine or len(singles) < 2:
+            continue
+        n, concurrency = len(mine["all-ar"]["per_item"]), key[1]
+        best_ms, acceptable_ms = [], []
+        for i in range(n):
+            ar = mine["all-ar"]["per_item"][i]
+            ok = [mine[p]["per_item"][i]["ms"] for p in singles
+                  if mine[p]["per_item"][i]["exact"] >= ar["exact"] and mine[p]["per_item"][i]["score"] >= ar["score"] - 1e-9]
+            acceptable_ms.append(min(ok))
+            best_ms.append(min(mine[p]["per_item"][i]["ms"] for p in singles))
+        rec = {"round": key[0], "concurrency": concurrency, "oracle_requests_per_s": concurrency * n / (sum(acceptable_ms) / 1000),
+               "better_single_requests_per_s": max(mine[p]["requests_per_s"] for p in singles), "singles": singles}
+        if "router" in mine:
+            router = mine["router"]
+            rec["router_requests_per_s"] = router["requests_per_s"]
+            rec["router_vs_oracle"] = router["requests_per_s"] / rec["oracle_requests_per_s"]
+            rec["router_vs_better_single"] = router["requests_per_s"] / rec["better_single_requests_per_s"]
+            ratios = [router["per_item"][i]["ms"] / best_ms[i] for i in range(n)]
+            rec["router_worst_vs_best_single"] = max(ratios)
+            rec["router_over_1_5x_best_single"] = sum(x > 1.5 for x in ratios)
+            rec["router_exact_vs_ar"] = router["exact_match"] - mine["all-ar"]["exact_match"]
+        out.append(rec)
+    return out
 
 
 def summarize(runs: list[dict]) -> list[dict]:
@@ -96,7 +174,7 @@ def summarize(runs: list[dict]) -> list[dict]:
                             for f in mine[0]["by_family"]}
         rounds_best = []
         for r in mine:
-            singles = [x["requests_per_s"] for x in runs if x["round"] == r["round"] and x["concurrency"] == concurrency and x["policy"] in ("all-ar", "all-block")]
+            singles = [x["requests_per_s"] for x in runs if x["round"] == r["round"] and x["concurrency"] == concurrency and x["policy"] in SINGLE_MODES]
             rounds_best.append(r["requests_per_s"] / max(singles) if singles else float("nan"))
         rec["rounds_vs_best_single"] = rounds_best
         out.append(rec)
@@ -112,7 +190,12 @@ def summarize(runs: list[dict]) -> list[dict]:
 def main(args) -> int:
     from engines.training.tasks import TASK_FAMILIES, generate_suite
 
-    items = generate_suite(args.n, split="test", seed=args.seed, families=TASK_FAMILIES)
+    if args.workload == "realistic":
+        if "all-ar" not in args.policies.split(","):
+            raise SystemExit("tandem: the realistic workload is scored against all-AR's answers: include all-ar in --policies")
+        items = realistic_items(Path(args.prompts) if args.prompts else REALISTIC)
+    else:
+        items = generate_suite(args.n, split="test", seed=args.seed, families=TASK_FAMILIES)
     random.Random(args.seed).shuffle(items)
     if args.url:
         url, stop = args.url, None
@@ -135,17 +218,31 @@ def main(args) -> int:
     finally:
         if stop:
             stop()
-    records = summarize(runs)
-    print(f"\n{len(items)} task-suite test items ({args.n} per family), max_tokens {args.max_tokens}, median of {args.repeat} round(s)\n")
+    if args.workload == "realistic":
+        score_against_ar(runs)
+    records, bounds = summarize(runs), oracle(runs)
+    what = f"{len(items)} realistic prompts (scored against all-AR)" if args.workload == "realistic" else f"{len(items)} task-suite test items ({args.n} per family)"
+    print(f"\n{what}, max_tokens {args.max_tokens}, median of {args.repeat} round(s)\n")
     print("| policy | concurrency | req/s | output tok/s | p50 ms | p99 ms | exact match | family score | req/s vs all-AR | req/s vs all-block | per-round vs best single mode | modes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in records:
         per_round = ", ".join(f"{x:.2f}" for x in r["rounds_vs_best_single"])
         print(f"| {r['policy']} | {r['concurrency']} | {r['requests_per_s']:.2f} | {r['output_tokens_per_s']:.1f} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} "
               f"| {r['exact_match']:.3f} | {r['family_score']:.3f} | {r['requests_vs_ar']:.2f}x | {r['requests_vs_block']:.2f}x | {per_round} | {r['modes']} |")
+    if bounds:
+        print("\n| concurrency | oracle req/s | better single req/s | router req/s | router / oracle | router / better single | router worst request / its best single mode | requests > 1.5x their best | router exact - all-AR |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for concurrency in (1, 8):
+            mine = [b for b in bounds if b["concurrency"] == concurrency]
+            if not mine:
+                continue
+            med = lambda k: statistics.median(b[k] for b in mine) if all(k in b for b in mine) else float("nan")  # noqa: E731
+            print(f"| {concurrency} | {med('oracle_requests_per_s'):.2f} | {med('better_single_requests_per_s'):.2f} | {med('router_requests_per_s'):.2f} "
+                  f"| {med('router_vs_oracle'):.2f} | {med('router_vs_better_single'):.2f} | {med('router_worst_vs_best_single'):.2f} "
+                  f"| {med('router_over_1_5x_best_single'):.0f} | {med('router_exact_vs_ar'):+.3f} |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"n_per_family": args.n, "max_tokens": args.max_tokens, "repeat": args.repeat,
-                                               "records": records, "runs": runs}, indent=2))
+        Path(args.json).write_text(json.dumps({"workload": args.workload, "n_per_family": args.n, "max_tokens": args.max_tokens, "repeat": args.repeat,
+                                               "records": records, "oracle": bounds, "runs": runs}, indent=2))
         print(f"wrote {args.json}")
     if args.plot:
         _plot(records, args.plot)
@@ -201,6 +298,9 @@ def register(bench_commands) -> None:
     p = bench_commands.add_parser("serve", help="all-AR / all-block / all-verified / router through HTTP on the task suite")
     p.add_argument("--url", default=None, help="a running app (default: start one in-process)")
     p.add_argument("--checkpoint", default=None, help="checkpoint for the in-process app (default: the shipped model)")
+    p.add_argument("--workload", choices=("suite", "realistic"), default="suite",
+                   help="suite: the task suite's test split; realistic: tests/data/realistic_prompts.jsonl, scored against all-AR")
+    p.add_argument("--prompts", default=None, help="with --workload realistic: another JSONL of {id, kind, messages}")
     p.add_argument("--n", type=_positive, default=6, help="test items per task family")
     p.add_argument("--max-tokens", type=int, default=768, help="max_tokens of every request")
     p.add_argument("--seed", type=int, default=0)

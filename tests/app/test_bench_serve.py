@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from router.tools.bench_serve import summarize
+from router.tools.bench_serve import oracle, score_against_ar, summarize
 from router.tools.cli import main as tandem
 
 
@@ -41,6 +41,54 @@ def test_bench_serve_runs_every_policy_through_http(base_url, tmp_path, capsys):
         assert r["errors"] == 0 and r["requests"] == 7 and sum(r["modes"].values()) == 14 and r["requests_per_s"] > 0
     assert {r["policy"]: set(r["modes"]) for r in records if r["concurrency"] == 1}["all-block"] == {"block"}
     assert "req/s vs all-block" in capsys.readouterr().out
+
+
+def _items(policy, concurrency, round_, per_item):
+    """A run with per-request figures: (ms, exact, score, text) per request."""
+    items = [{"family": "code", "ms": ms, "mode": policy, "text": text, "exact": exact, "score": sc} for ms, exact, sc, text in per_item]
+    rps = concurrency * len(items) / (sum(i["ms"] for i in items) / 1000)
+    return _run(policy, concurrency, round_, rps, exact=sum(i["exact"] for i in items) / len(items)) | {"per_item": items}
+
+
+def test_the_oracle_takes_per_request_the_fastest_mode_that_scores_as_ar():
+    runs = [
+        _items("all-ar", 1, 0, [(100, True, 1.0, "a"), (100, False, 0.5, "b"), (100, True, 1.0, "c")]),
+        _items("all-block", 1, 0, [(20, False, 0.2, "x"), (30, False, 0.5, "b"), (50, True, 1.0, "c")]),  # worse on the first
+        _items("all-verified", 1, 0, [(60, True, 1.0, "a"), (400, False, 0.5, "b"), (90, True, 1.0, "c")]),
+        _items("router", 1, 0, [(60, True, 1.0, "a"), (45, False, 0.5, "b"), (160, True, 1.0, "c")]),
+    ]
+    (bound,) = oracle(runs)
+    assert bound["oracle_requests_per_s"] == pytest.approx(3 / ((60 + 30 + 50) / 1000))  # block's 20 ms scores below AR's
+    assert bound["better_single_requests_per_s"] == pytest.approx(3 / 0.1)  # all-block
+    assert bound["router_vs_oracle"] == pytest.approx((3 / 0.265) / (3 / 0.14))
+    assert bound["router_worst_vs_best_single"] == pytest.approx(160 / 50) and bound["router_over_1_5x_best_single"] == 2
+
+
+def test_realistic_answers_are_scored_against_all_ars_in_the_same_round():
+    runs = [_items("all-ar", 1, 0, [(10, False, 0.0, "Paris."), (10, False, 0.0, "A long tale")]),
+            _items("all-block", 1, 0, [(5, False, 0.0, "Paris."), (5, False, 0.0, "A long tail")])]
+    score_against_ar(runs)
+    ar, block = runs
+    assert [i["exact"] for i in ar["per_item"]] == [True, True] and ar["exact_match"] == 1.0
+    assert block["per_item"][0]["exact"] and not block["per_item"][1]["exact"] and 0.8 < block["per_item"][1]["score"] < 1.0
+    assert block["exact_match"] == 0.5 and block["by_family"]["code"]["exact"] == 1
+
+
+def test_bench_serve_realistic_workload_reports_the_oracle(base_url, tmp_path, capsys):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("\n".join(json.dumps({"id": f"p{i}", "kind": k, "messages": [{"role": "user", "content": t}]}) for i, (k, t) in
+                                 enumerate([("free_text", "What is the capital of Peru?"), ("short_structured", "Label: I love it."),
+                                            ("long_writing", "Write about the sea.")])))
+    out = tmp_path / "serve.json"
+    args = ["bench", "serve", "--url", base_url, "--workload", "realistic", "--prompts", str(prompts), "--max-tokens", "8",
+            "--policies", "all-ar,all-verified,router", "--json", str(out)]
+    assert tandem(args) == 0
+    report = json.loads(out.read_text())
+    assert report["workload"] == "realistic" and len(report["oracle"]) == 2  # concurrency 1 and 8
+    verified = next(r for r in report["records"] if r["policy"] == "all-verified" and r["concurrency"] == 1)
+    assert verified["exact_match"] == 1.0  # lossless: AR's own answers
+    assert all(b["router_vs_oracle"] > 0 for b in report["oracle"])
+    assert "router / oracle" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args, message", [(["--repeat", "0"], "at least 1"), (["--n", "zero"], "not an integer"),
