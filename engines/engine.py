@@ -33,7 +33,8 @@ from engines.rows import Row
 from engines.sampling import make_generator
 from engines.seeded import Seeder, decode_seeded, slot_vocab
 from engines.types import MODES, GenerationRequest, GenerationResult
-from engines.verified import DraftCosts, decode_verified
+from engines.drafting import DraftCosts
+from engines.verified import decode_verified
 
 
 class DiffusionEngine:

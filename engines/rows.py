@@ -17,7 +17,7 @@ from engines.constraint import TokenConstraint
 from engines.types import DecodeStats, FinishReason, GenerationRequest, GenerationResult
 
 if TYPE_CHECKING:
-    from engines.verified import DraftControl
+    from engines.drafting import DraftControl
 
 # Text that may still grow into a stop string, or an unfinished multi-byte character, is held back.
 _INCOMPLETE_CHAR = "\ufffd"
@@ -33,7 +33,7 @@ class Row:
     on_text: Callable[[str], None] | None = None  # receives text deltas as tokens are committed
     on_done: Callable[["Row"], None] | None = None  # called once, when the row leaves its batch
     constraint: TokenConstraint | None = None  # the request's grammar state, advanced by `extend`
-    draft: "DraftControl | None" = None  # verified mode: this row's drafting plan (engines.verified)
+    draft: "DraftControl | None" = None  # verified mode: this row's drafting plan (engines.drafting)
     cancelled: bool = False  # set from another thread when the client goes away; honoured at the next step
     error: BaseException | None = None  # set when decoding failed; `on_done` still runs
     output: list[int] = field(default_factory=list)

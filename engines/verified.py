@@ -13,16 +13,9 @@ position with the matcher (`constrained_choices`), so it equals constrained AR m
 The accepted draft tokens' KV from the commit pass is kept; rejected slots are cropped (or,
 where rows accepted different counts, masked).
 
-Drafts adapt per row (`DraftControl`), priced in AR steps by the engine's cost profile
-(`DraftCosts`): a round costs its denoising steps, the verify pass and the correction, and writes
-its accepted prefix plus one token. Each row holds a *credit*, the AR steps it may still lose to
-drafts that miss: its first draft (FIRST_STEPS steps) is granted, a round adds what it saved (or takes what it lost),
-and every token written adds `ALLOWANCE`. A row drafts only what its credit covers if the whole
-draft were rejected (smaller canvases, fewer steps), else it writes by plain AR steps in the same
-request until the allowance has paid for a new try. So a request whose drafts miss costs about
-AR's time plus its first draft. Canvases grow after a fully accepted draft and shrink toward what
-was accepted after a miss; the step budget stops where even a fully accepted draft would no longer
-write `TARGET_GAIN` times what AR writes in the same time.
+Drafts adapt per row: `engines.drafting.DraftControl` plans each row's next draft (canvas, steps)
+from the credit its rounds earned, priced in AR steps by `engines.drafting.DraftCosts`; a row
+with no credit writes by plain AR steps inside the same request.
 
 Rows that draft and rows that write by AR steps decode as two batches (`Rows`), taking turns of
 about equal time; a row moves between them when its plan changes. A row whose next draft would
@@ -32,7 +25,6 @@ is ever used, and prompt + `max_new_tokens` up to the context fit, as in AR.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 
@@ -41,115 +33,15 @@ import torch
 from engines.ar import choose, decode_ar, next_tokens
 from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, context_length, copy_rows, denoise_canvas
-from engines.cost import CostProfile
+from engines.drafting import ABANDON_ENTROPY, DraftControl, DraftCosts
 from engines.rows import Admit, Row, retire
 
-MIN_DRAFT = 8  # the smallest draft canvas
-MIN_STEPS = 2  # a draft gets at least this many denoising steps (fewer rarely agree with AR)
-TARGET_GAIN = 2.0  # a fully accepted draft must write this many times what AR writes in its time
-ALLOWANCE = 0.1  # AR steps of credit each written token earns toward a new draft, halved after each miss in a row
-FIRST_STEPS = 2  # the first draft's steps: the shipped model's drafts that AR accepts are right after two
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
-FIRST_CANVAS = 32  # the first draft's most tokens: most structured answers fit, a miss costs little
-# A draft whose first step's mean entropy over its first positions is above this (nats) is dropped
-# there: measured on the shipped model, drafts AR accepts sit under 0.55 (extractions up to 1.4),
-# drafts it rejects at 1.6 and up (engines.block.head_entropy; docs/engines.md).
-ABANDON_ENTROPY = 1.0
-
-
-class DraftCosts:
-    """What drafting costs, in AR steps (one encoder call over one new token per row, at the same
-    batch size), from the engine's cost profile; without one, a pass over C tokens at batch B is
-    assumed to cost 1 + C * B / 64 AR steps (the shape measured on a CPU)."""
-
-    def __init__(self, profile: CostProfile | None = None):
-        self.profile = profile
-
-    def step(self, canvas: int, batch: int) -> float:
-        """One denoising step of a draft (or the verify pass over it)."""
-        if self.profile is None:
-            return 1.0 + canvas * batch / 64
-        return self.profile.draft_ms(canvas, batch) / self.profile.forward_ms("ar", batch)
-
-    def round(self, canvas: int, steps: int, batch: int) -> float:
-        """A round: its denoising steps, the verify pass over the draft, the correction."""
-        return (steps + 1) * self.step(canvas, batch) + 1.0
-
-    def step_budget(self, canvas: int, batch: int, most: int) -> int:
-        """The most steps after which a fully accepted draft (canvas + 1 tokens) still writes
-        TARGET_GAIN times what AR writes in the round's time (at least MIN_STEPS, at most `most`)."""
-        fits = int(((canvas + 1) / TARGET_GAIN - 1) / self.step(canvas, batch)) - 1
-        return max(min(MIN_STEPS, most), min(most, fits))
-
-
-@dataclass
-class DraftControl:
-    """One row's drafting plan in verified mode."""
-
-    canvas: int  # the next draft's size when credit allows
-    largest: int  # the model's canvas
-    credit: float = 0.0  # AR steps this row may still lose to drafts that miss
-    first: bool = True  # the first draft is granted whatever the credit
-    misses: int = 0  # rounds in a row that lost time against AR (each halves the allowance)
-
-    @classmethod
-    def start(cls, params: BlockParams, largest: int) -> "DraftControl":
-        return cls(canvas=min(params.canvas, FIRST_CANVAS), largest=largest)
-
-    def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int) -> tuple[int, int]:
-        """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the
-        context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps."""
-        canvas = min(self.canvas, room)
-        if self.first and canvas >= 1:
-            return canvas, min(FIRST_STEPS, most_steps)
-        smallest = min(MIN_DRAFT, canvas)
-        while canvas >= max(1, smallest):
-            step = costs.step(canvas, batch)
-            steps = min(costs.step_budget(canvas, batch, most_steps), int(self.credit / step + 1e-9) - 1)
-            if steps >= min(MIN_STEPS, most_steps):
-                return canvas, steps
-            canvas //= 2
-        return 0, 0
-
-    def drafted(self, accepted: int, canvas: int, cost: float) -> None:
-        """After a round that drafted `canvas` tokens, `accepted` of them, at `cost` AR steps."""
-        written = accepted + 1
-        self.credit += written * (1 + ALLOWANCE) - cost
-        self.misses = 0 if written >= cost else self.misses + 1
-        self.first = False
-        if accepted >= canvas:
-            self.canvas = min(self.largest, 2 * canvas)
-        else:  # toward twice what was accepted: the next guess is as long as the last good run
-            self.canvas = min(canvas, max(MIN_DRAFT, 1 << (2 * written - 1).bit_length()))
-
-    def abandoned(self, cost: float) -> None:
-        """After a draft dropped at its first step (`cost` AR steps); an AR step writes the token."""
-        self.credit -= cost
-        self.misses += 1
-        self.first = False
-        self.canvas = MIN_DRAFT
-
-    @property
-    def allowance(self) -> float:
-        return ALLOWANCE / 2 ** min(max(self.misses - 1, 0), 4)
-
-    def stepped(self) -> None:
-        """After an AR step."""
-        self.credit += self.allowance
-
-    def steps_to_draft(self, costs: DraftCosts, batch: int, most_steps: int) -> int:
-        """AR steps before the credit covers the smallest draft (0: it does now)."""
-        if self.first:
-            return 0
-        canvas = min(MIN_DRAFT, self.canvas)
-        need = (min(MIN_STEPS, most_steps) + 1) * costs.step(canvas, batch)
-        return max(0, math.ceil((need - self.credit) / self.allowance))
-
 
 def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The drafter: block mode's denoiser, greedy, dropping drafts that start unsure.
     Returns (draft (B, C), steps (B,), abandoned (B,))."""
-    return denoise_canvas(batch, [r.generator for r in rows], params, greedy=True, abandon_above=ABANDON_ENTROPY)
+    return denoise_canvas(batch, [r.draft.noise for r in rows], params, greedy=True, abandon_above=ABANDON_ENTROPY)
 
 
 def ar_choices(live: list[Row], draft: torch.Tensor, logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
@@ -358,7 +250,7 @@ def decode_verified(
             decode_ar(model, drafting.live, pad_id)
         return
     for row in rows:
-        row.draft = DraftControl.start(params, largest)
+        row.draft = DraftControl.start(params, largest, row.request.seed)
     stepping = Rows(batch, [], drafting.predicted[:0])  # rows writing by AR steps: none yet
     while True:
         if any(int(t) in r.stop_ids for r, t in zip(drafting.live, drafting.predicted)):
@@ -381,7 +273,7 @@ def decode_verified(
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
             for row in joining:
-                row.draft = DraftControl.start(params, largest)
+                row.draft = DraftControl.start(params, largest, row.request.seed)
             drafting.join(Rows(new_batch, list(joining), next_tokens(joining, new_logits[:, None])[:, 0]))
         if not drafting.live and not stepping.live:
             return

@@ -280,14 +280,14 @@ class Gateway:
         self.telemetry.requests.add(1, {"mode": mode, "task": decision.task, "status": "ok"})
         self.telemetry.latency.record(latency_ms, {"mode": mode})
         self.telemetry.tokens_per_forward.record(s.tokens_per_forward, {"mode": mode})
-        if s.drafted:
+        if mode == "verified":  # 0 when every draft was dropped unverified (AR steps wrote the answer)
             self.telemetry.acceptance.record(s.acceptance_rate, {"mode": mode})
         if decision.shadow_verify and mode == "block":
             self._spawn(self._shadow_verify(gen, result.token_ids))
         if self.redis is not None:
             outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
                        "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
-                       "drafted": s.drafted, "accepted": s.accepted, "degraded": degraded}
+                       "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "degraded": degraded}
             self._spawn(asyncio.to_thread(self._log_decision, call.route, decision, outcome))
 
     def _spawn(self, coroutine) -> None:

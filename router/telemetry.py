@@ -59,7 +59,7 @@ class Telemetry:
         self.requests = meter.create_counter("tandem.requests", description="Requests by mode, task and status")
         self.latency = meter.create_histogram("tandem.latency", unit="ms", description="End-to-end latency by mode")
         self.tokens_per_forward = meter.create_histogram("tandem.tokens_per_forward", description="Output tokens per model call")
-        self.acceptance = meter.create_histogram("tandem.acceptance_rate", description="Verified mode: accepted / drafted")
+        self.acceptance = meter.create_histogram("tandem.acceptance_rate", description="Verified mode: accepted / drafted (0 when every draft was dropped unverified)")
         self.decisions_dropped = meter.create_counter("tandem.decisions_dropped", description="Decision log entries lost (Redis down)")
         self._queue: dict[str, float] = {}
         meter.create_observable_gauge("tandem.queue_depth", callbacks=[self._observe_queue], description="Waiting requests per engine")
@@ -143,9 +143,10 @@ def engine_span(tracer, span, result) -> None:
     # round (verified) ran, and those become spans with the engine's own timestamps.
     times = s.canvas_times_ns or [(None, None)] * len(s.steps_per_canvas)
     parent = span
-    if s.drafted:
+    if result.mode == "verified":  # even when every draft was dropped unverified and AR steps wrote the answer
         parent = tracer.start_span("tandem.verify", context=trace.set_span_in_context(span), start_time=times[0][0] if times else None,
-                                   attributes={"drafted": s.drafted, "accepted": s.accepted, "acceptance_rate": s.acceptance_rate})
+                                   attributes={"drafted": s.drafted, "accepted": s.accepted, "acceptance_rate": s.acceptance_rate,
+                                               "ar_tokens": s.ar_tokens})
     for i, (steps, (began, ended)) in enumerate(zip(s.steps_per_canvas, times)):
         child = tracer.start_span("tandem.canvas", context=trace.set_span_in_context(parent), start_time=began,
                                   attributes={"canvas.index": i, "canvas.steps": steps})

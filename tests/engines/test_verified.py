@@ -6,7 +6,7 @@ import torch
 import engines.verified
 from engines.batch import SequenceBatch
 from engines import GenerationRequest
-from engines.verified import DraftCosts
+from engines.drafting import DraftCosts
 from tests.engines.factories import PROMPTS, chat
 
 
@@ -148,7 +148,7 @@ def test_drafts_that_never_agree_cost_a_few_probes(engine):
 
 
 def test_first_draft_is_granted_and_sized_for_short_answers(engine):
-    from engines.verified import FIRST_CANVAS, DraftControl
+    from engines.drafting import FIRST_CANVAS, DraftControl
 
     params = engine.block_params(chat("hi", mode="verified", canvas=32))
     control = DraftControl.start(params, largest=256)

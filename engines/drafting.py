@@ -1,0 +1,128 @@
+"""Verified mode's draft plan: how long each row's next draft is, how many steps it gets, and
+whether the row drafts at all or writes by AR steps for now.
+
+Drafts adapt per row (`DraftControl`), priced in AR steps by the engine's cost profile
+(`DraftCosts`): a round costs its denoising steps, the verify pass and the correction, and writes
+its accepted prefix plus one token. Each row holds a *credit*, the AR steps it may still lose to
+drafts that miss: its first draft (`FIRST_CANVAS` tokens, `FIRST_STEPS` steps) is granted, a
+round adds what it saved (or takes what it lost), and every token written adds `ALLOWANCE`. A row drafts only what its credit covers if the whole
+draft were rejected (smaller canvases, fewer steps), else it writes by plain AR steps in the same
+request until the allowance has paid for a new try. So a request whose drafts miss costs about
+AR's time plus its first draft. Canvases grow after a fully accepted draft and shrink toward what
+was accepted after a miss; the step budget stops where even a fully accepted draft would no longer
+write `TARGET_GAIN` times what AR writes in the same time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from engines.block import BlockParams
+from engines.cost import CostProfile
+from engines.sampling import make_generator
+
+MIN_DRAFT = 8  # the smallest draft canvas
+MIN_STEPS = 2  # a draft gets at least this many denoising steps (fewer rarely agree with AR)
+TARGET_GAIN = 2.0  # a fully accepted draft must write this many times what AR writes in its time
+ALLOWANCE = 0.1  # AR steps of credit each written token earns toward a new draft, halved after each miss in a row
+FIRST_STEPS = 2  # the first draft's steps: the shipped model's drafts that AR accepts are right after two
+FIRST_CANVAS = 32  # the first draft's most tokens: most structured answers fit, a miss costs little
+# A draft whose first step's mean entropy over its first positions is above this (nats) is dropped
+# there: measured on the shipped model, drafts AR accepts sit under 0.55 (extractions up to 1.4),
+# drafts it rejects at 1.6 and up (engines.block.head_entropy; docs/engines.md).
+ABANDON_ENTROPY = 1.0
+
+
+class DraftCosts:
+    """What drafting costs, in AR steps (one encoder call over one new token per row, at the same
+    batch size), from the engine's cost profile; without one, a pass over C tokens at batch B is
+    assumed to cost 1 + C * B / 64 AR steps (the shape measured on a CPU)."""
+
+    def __init__(self, profile: CostProfile | None = None):
+        self.profile = profile
+
+    def step(self, canvas: int, batch: int) -> float:
+        """One denoising step of a draft (or the verify pass over it)."""
+        if self.profile is None:
+            return 1.0 + canvas * batch / 64
+        return self.profile.draft_ms(canvas, batch) / self.profile.forward_ms("ar", batch)
+
+    def round(self, canvas: int, steps: int, batch: int) -> float:
+        """A round: its denoising steps, the verify pass over the draft, the correction."""
+        return (steps + 1) * self.step(canvas, batch) + 1.0
+
+    def step_budget(self, canvas: int, batch: int, most: int) -> int:
+        """The most steps after which a fully accepted draft (canvas + 1 tokens) still writes
+        TARGET_GAIN times what AR writes in the round's time (at least MIN_STEPS, at most `most`)."""
+        fits = int(((canvas + 1) / TARGET_GAIN - 1) / self.step(canvas, batch)) - 1
+        return max(min(MIN_STEPS, most), min(most, fits))
+
+
+@dataclass
+class DraftControl:
+    """One row's drafting plan in verified mode."""
+
+    canvas: int  # the next draft's size when credit allows
+    largest: int  # the model's canvas
+    noise: torch.Generator = field(default_factory=lambda: make_generator(0))  # the drafts' starting noise
+    credit: float = 0.0  # AR steps this row may still lose to drafts that miss
+    first: bool = True  # the first draft is granted whatever the credit
+    misses: int = 0  # rounds in a row that lost time against AR (each halves the allowance)
+
+    @classmethod
+    def start(cls, params: BlockParams, largest: int, seed: int | None = None) -> "DraftControl":
+        """A row's plan before its first draft. The drafts' noise is seeded (by the request's seed, or 0):
+        a request drafts alike every time, so its speed is reproducible (its tokens are AR's anyway)."""
+        return cls(canvas=min(params.canvas, FIRST_CANVAS), largest=largest, noise=make_generator(0 if seed is None else seed))
+
+    def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int) -> tuple[int, int]:
+        """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the
+        context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps."""
+        canvas = min(self.canvas, room)
+        if self.first and canvas >= 1:
+            return canvas, min(FIRST_STEPS, most_steps)
+        smallest = min(MIN_DRAFT, canvas)
+        while canvas >= max(1, smallest):
+            step = costs.step(canvas, batch)
+            steps = min(costs.step_budget(canvas, batch, most_steps), int(self.credit / step + 1e-9) - 1)
+            if steps >= min(MIN_STEPS, most_steps):
+                return canvas, steps
+            canvas //= 2
+        return 0, 0
+
+    def drafted(self, accepted: int, canvas: int, cost: float) -> None:
+        """After a round that drafted `canvas` tokens, `accepted` of them, at `cost` AR steps."""
+        written = accepted + 1
+        self.credit += written * (1 + ALLOWANCE) - cost
+        self.misses = 0 if written >= cost else self.misses + 1
+        self.first = False
+        if accepted >= canvas:
+            self.canvas = min(self.largest, 2 * canvas)
+        else:  # toward twice what was accepted: the next guess is as long as the last good run
+            self.canvas = min(canvas, max(MIN_DRAFT, 1 << (2 * written - 1).bit_length()))
+
+    def abandoned(self, cost: float) -> None:
+        """After a draft dropped at its first step (`cost` AR steps); an AR step writes the token."""
+        self.credit -= cost
+        self.misses += 1
+        self.first = False
+        self.canvas = MIN_DRAFT
+
+    @property
+    def allowance(self) -> float:
+        return ALLOWANCE / 2 ** min(max(self.misses - 1, 0), 4)
+
+    def stepped(self) -> None:
+        """After an AR step."""
+        self.credit += self.allowance
+
+    def steps_to_draft(self, costs: DraftCosts, batch: int, most_steps: int) -> int:
+        """AR steps before the credit covers the smallest draft (0: it does now)."""
+        if self.first:
+            return 0
+        canvas = min(MIN_DRAFT, self.canvas)
+        need = (min(MIN_STEPS, most_steps) + 1) * costs.step(canvas, batch)
+        return max(0, math.ceil((need - self.credit) / self.allowance))
