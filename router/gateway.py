@@ -96,7 +96,8 @@ class Gateway:
         self.admin_token = os.environ.get(admin_token_env) or None
         self.telemetry = Telemetry(telemetry)
         self.stats = GatewayStats()
-        self.view = RoutingView(self.engines, self.telemetry)
+        # the router prices modes (cost-aware routing) with the profile the view fetches from the engines
+        self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost))
         self.timeout_s = request_timeout_s
         self.max_body_bytes = max_body_bytes
         self._background: set[asyncio.Task] = set()

@@ -63,11 +63,12 @@ class RoutingView:
     """Loads, queues, in-flight counts, backlog and calibration of the engines behind one gateway.
 
     `engines` maps an engine name ("block", "ar") to its deployment handle; `telemetry` (optional)
-    gets each poll's queue ratios as the queue-depth gauge."""
+    gets each poll's queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
 
-    def __init__(self, engines: dict[Engine, object], telemetry=None):
+    def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None):
         self.engines = engines
         self.telemetry = telemetry
+        self.on_cost = on_cost  # called with the cost profile once it arrives (the gateway hands it to its router)
         self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll
         self.canvas_limit: int | None = None  # the checkpoint's canvas_length
         self._polled: dict[Engine, EngineLoad | None] = {}  # last poll; None: did not answer
@@ -102,6 +103,8 @@ class RoutingView:
     async def _poll(self) -> None:
         try:
             self.cost = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=5.0)
+            if self.cost is not None and self.on_cost is not None:
+                self.on_cost(self.cost)
         except Exception:
             log.warning("no cost profile from the engines: cost-aware routing stays off")
         try:

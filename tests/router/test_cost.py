@@ -264,3 +264,36 @@ def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypat
     assert r.decide(summary, view=fresh).mode == "verified"
     seen = {"block": replace(IDLE, by_task={("verified", "summarize"): view["block"].factor("verified", "summarize")}), "ar": IDLE}
     assert r.decide(summary, view=seen).mode == "ar"
+
+
+def test_the_view_hands_the_engines_cost_profile_to_the_router():
+    """Cost-aware routing needs the profile the block engine ships: the view fetches it on its first
+    poll and hands it over (a refactor once dropped that hand-over, and cost-aware routing went
+    silently off)."""
+    import asyncio
+
+    from router.routing_view import RoutingView
+
+    class Method:
+        def __init__(self, value):
+            self.value = value
+
+        async def remote(self):
+            return self.value
+
+    class Handle:
+        def __init__(self, profile):
+            self.cost_profile = Method(profile)
+            self.info = Method(None)
+            self.load = Method(EngineLoad(queued=0, running=0, capacity=8, max_queue=64))
+
+    got = []
+
+    async def run():
+        rv = RoutingView({"block": Handle(BY_CANVAS), "ar": Handle(None)}, on_cost=got.append)
+        await rv.ready()
+        rv._poller.cancel()
+        return rv
+
+    rv = asyncio.run(run())
+    assert got == [BY_CANVAS] and rv.cost is BY_CANVAS
