@@ -128,7 +128,7 @@ class Gateway:
                 try:
                     decision = self.router.decide(call.route, self.view.view())
                 except TandemError as exc:
-                    self.stats.error(exc.status)
+                    self._error(exc.status)
                     raise
                 route_span.set_attributes({f"decision.{k}": v for k, v in decision.model_dump().items() if v is not None and not isinstance(v, dict)})
             root.set_attribute("tandem.mode", decision.mode)
@@ -158,7 +158,7 @@ class Gateway:
             return
         if not await check_off_loop(check.matches, result.text):
             log.error("answer under a grammar does not match its response_format (request %s)", call.request_id)
-            self.stats.error(422)
+            self._error(422)
             raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
                                      code="response_format_unsatisfied", param="response_format")
 
@@ -191,7 +191,7 @@ class Gateway:
             error = out
             if out.status != 503 or (mode := self.router.policy.on_engine_failure.get(mode)) is None:
                 break
-        self.stats.error(error.status)
+        self._error(error.status)
         raise error
 
     async def _call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
@@ -232,9 +232,12 @@ class Gateway:
         try:
             if call.chat:
                 yield chat_chunk(call.request_id, call.model, created, delta={"role": "assistant", "content": ""})
-            item = first
+            item, first_token = first, True
             while item is not None:
                 if isinstance(item, str):
+                    if first_token and item:
+                        self.telemetry.ttft.record((time.perf_counter() - started) * 1000, {"mode": mode})
+                        first_token = False
                     for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
                         yield chunk
                 elif isinstance(item, GenerationResult):
@@ -247,7 +250,7 @@ class Gateway:
                         yield chunk
                     break
                 elif isinstance(item, TandemError):
-                    self.stats.error(item.status)
+                    self._error(item.status)
                     yield sse(item.body())
                     break
                 try:
@@ -255,7 +258,7 @@ class Gateway:
                 except StopAsyncIteration:
                     item = None
         except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
-            self.stats.error(503)
+            self._error(503)
             yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
         finally:
             self.view.returned(ticket, ok=finished)
@@ -278,8 +281,10 @@ class Gateway:
         latency_ms = (time.perf_counter() - started) * 1000
         s = result.stats
         self.stats.record(mode, latency_ms, s.tokens_per_forward, s.drafted, s.accepted, degraded)
-        self.telemetry.requests.add(1, {"mode": mode, "task": decision.task, "status": "ok"})
+        self.telemetry.requests.add(1, {"mode": mode, "task": decision.task, "rule": decision.rule, "status": "200"})
         self.telemetry.latency.record(latency_ms, {"mode": mode})
+        if not call.stream:  # a stream records its first token as it goes
+            self.telemetry.ttft.record(latency_ms, {"mode": mode})
         self.telemetry.tokens_per_forward.record(s.tokens_per_forward, {"mode": mode})
         if mode == "verified":  # 0 when every draft was dropped unverified (AR steps wrote the answer)
             self.telemetry.acceptance.record(s.acceptance_rate, {"mode": mode})
@@ -290,6 +295,17 @@ class Gateway:
                        "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
                        "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "degraded": degraded}
             self._spawn(asyncio.to_thread(self._log_decision, call.route, decision, outcome))
+
+    def _error(self, status: int) -> None:
+        """An answered error: /admin/stats and the requests counter."""
+        self.stats.error(status)
+        self.telemetry.requests.add(1, {"status": str(status)})
+
+    def metrics_text(self) -> bytes:
+        """GET /metrics: every instrument in Prometheus text format, with the live policy's state."""
+        store = self.router.store.status()
+        self.telemetry.set_state(self.router.policy.version, bool(store.get("healthy", True)))
+        return self.telemetry.prometheus_text()
 
     def _spawn(self, coroutine) -> None:
         """Fire-and-forget work off the request path, kept referenced until done."""

@@ -18,7 +18,7 @@ import os
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from engines.errors import (
@@ -205,6 +205,14 @@ api.add_middleware(ReadLimits)  # added last: outermost, so BodyLimit reads the 
 
 
 # ---- routes -------------------------------------------------------------------------------------------
+
+
+@api.get("/metrics", include_in_schema=False)
+async def metrics(gw: Gateway = Depends(gateway)):
+    """Prometheus text format, from the same OpenTelemetry instruments as every other exporter."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    return Response(content=gw.metrics_text(), media_type=CONTENT_TYPE_LATEST)
 
 
 @api.get("/v1/models")

@@ -120,7 +120,8 @@ class RoutingView:
                 except Exception:
                     self._polled[name] = None
             if self.telemetry is not None:
-                self.telemetry.set_queue_depth({n: v.queue_ratio for n, v in self.view().items()})
+                view = self.view()
+                self.telemetry.set_queue_depth({n: v.queue_ratio for n, v in view.items()}, {n: v.running for n, v in view.items()})
             self._first_poll.set()
             await asyncio.sleep(POLL_INTERVAL_S)
 

@@ -1,7 +1,9 @@
 """OpenTelemetry for the gateway: a span tree per request and metrics, exporter chosen by config.
 
-Exporters (`telemetry` argument of the app): `none` (spans and metrics are still made, nothing
-leaves the process), `console` (stdout), `file:PATH` (one JSON span per line, metrics every
+Metrics are always served in Prometheus text format at `GET /metrics` (the OpenTelemetry
+Prometheus exporter reading the same instruments, into a registry private to the gateway), whatever
+the exporter. Exporters (`telemetry` argument of the app): `none` (spans and metrics are still
+made, nothing else leaves the process), `console` (stdout), `file:PATH` (one JSON span per line, metrics every
 second — what the tests read), `otlp` (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT; needs the
 `opentelemetry-exporter-otlp-proto-http` package). Providers are private to the gateway, not
 the process-wide globals, so several apps in one process do not collide.
@@ -19,11 +21,13 @@ import threading
 from collections import defaultdict, deque
 
 from opentelemetry import trace
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
+from prometheus_client import CollectorRegistry, generate_latest
 
 
 def _exporters(kind: str):
@@ -53,24 +57,52 @@ class Telemetry:
         self.tracer_provider = TracerProvider(resource=resource)
         if span_processor is not None:
             self.tracer_provider.add_span_processor(span_processor)
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader] if metric_reader else [])
+        self.registry = CollectorRegistry()  # this gateway's own: several apps in one process do not collide
+        readers = [PrometheusMetricReader(registry=self.registry)] + ([metric_reader] if metric_reader else [])
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers)
         self.tracer = self.tracer_provider.get_tracer("tandem.gateway")
         meter = self.meter_provider.get_meter("tandem.gateway")
-        self.requests = meter.create_counter("tandem.requests", description="Requests by mode, task and status")
+        self.requests = meter.create_counter("tandem.requests", description="Requests by mode, task, route rule and status")
         self.latency = meter.create_histogram("tandem.latency", unit="ms", description="End-to-end latency by mode")
+        self.ttft = meter.create_histogram("tandem.time_to_first_token", unit="ms",
+                                           description="Time to the first content token by mode (the whole answer when not streamed)")
         self.tokens_per_forward = meter.create_histogram("tandem.tokens_per_forward", description="Output tokens per model call")
         self.acceptance = meter.create_histogram("tandem.acceptance_rate", description="Verified mode: accepted / drafted (0 when every draft was dropped unverified)")
         self.decisions_dropped = meter.create_counter("tandem.decisions_dropped", description="Decision log entries lost (Redis down)")
         self._queue: dict[str, float] = {}
-        meter.create_observable_gauge("tandem.queue_depth", callbacks=[self._observe_queue], description="Waiting requests per engine")
+        self._running: dict[str, float] = {}
+        self._state: dict[str, float] = {}  # policy version, Redis up
+        meter.create_observable_gauge("tandem.queue_depth", callbacks=[self._observe(self._queue, "engine")],
+                                      description="Waiting requests per engine, as a share of its max_queue")
+        meter.create_observable_gauge("tandem.running_rows", callbacks=[self._observe(self._running, "engine")], description="Rows decoding per engine")
+        meter.create_observable_gauge("tandem.policy_version", callbacks=[self._observe_state("policy_version")], description="Version of the live policy")
+        meter.create_observable_gauge("tandem.redis_up", callbacks=[self._observe_state("redis_up")],
+                                      description="1 while the policy store reaches Redis (1 for a YAML store)")
 
-    def set_queue_depth(self, depths: dict[str, float]) -> None:
-        self._queue = dict(depths)
+    def set_queue_depth(self, depths: dict[str, float], running: dict[str, float] | None = None) -> None:
+        self._queue.clear()
+        self._queue.update(depths)
+        if running is not None:
+            self._running.clear()
+            self._running.update(running)
 
-    def _observe_queue(self, _options):
+    def set_state(self, policy_version: int, redis_up: bool) -> None:
+        self._state.update(policy_version=float(policy_version), redis_up=float(redis_up))
+
+    @staticmethod
+    def _observe(values: dict[str, float], label: str):
         from opentelemetry.metrics import Observation
 
-        return [Observation(v, {"engine": k}) for k, v in self._queue.items()]
+        return lambda _options: [Observation(v, {label: k}) for k, v in values.items()]
+
+    def _observe_state(self, key: str):
+        from opentelemetry.metrics import Observation
+
+        return lambda _options: [Observation(self._state[key])] if key in self._state else []
+
+    def prometheus_text(self) -> bytes:
+        """Every instrument, in Prometheus text exposition format (what GET /metrics answers)."""
+        return generate_latest(self.registry)
 
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
