@@ -53,7 +53,8 @@ def build_app(args: dict | None = None):
     a = AppArgs.model_validate(args or {})
     engine_kwargs = a.engine.model_dump()
     # Defaults sized for a laptop; serve_config.yaml's `deployments` section overrides them by name.
-    engine_options = {"ray_actor_options": {"num_cpus": 0.5}, "max_ongoing_requests": 128}
+    # The gateway polls each engine's load twice a second: no access-log line per poll (errors still log).
+    engine_options = {"ray_actor_options": {"num_cpus": 0.5}, "max_ongoing_requests": 128, "logging_config": {"enable_access_log": False}}
     block = serve.deployment(EngineDeployment, name="BlockEngine", **engine_options).bind(a.checkpoint, modes=("block", "verified"), **engine_kwargs)
     ar = serve.deployment(EngineDeployment, name="AREngine", **engine_options).bind(a.checkpoint, modes=("ar",), **engine_kwargs)
     gateway_options = {"ray_actor_options": {"num_cpus": 0.1}, "max_ongoing_requests": 512}
