@@ -134,9 +134,32 @@ def check_port(port: int, host: str = "0.0.0.0") -> Check:
         try:
             s.bind((host, port))
         except OSError as exc:
+            serving = running_tandem(port)
+            if serving:
+                return Check(f"port {port}", True, f"Tandem is serving there ({serving})")
             return Check(f"port {port}", False, f"in use ({exc.strerror})",
                          f"stop what listens there (ss -ltnp 'sport = :{port}') or set http_options.port in the serve config")
     return Check(f"port {port}", True, "free")
+
+
+def running_tandem(port: int) -> str | None:
+    """What a Tandem listening on `port` says of itself (GET /ready), or None if it is something else."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import httpx
+
+    try:
+        ready = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=3.0).json()
+        engines = ready["engines"]
+        checkpoint = next(iter(engines.values()))["checkpoint"]
+        policy = ready["policy_version"]
+    except Exception:  # not HTTP, not JSON, not ours
+        return None
+    try:
+        ours = version("tandem")
+    except PackageNotFoundError:
+        ours = "unknown"
+    return f"tandem {ours}, checkpoint {checkpoint}, engines {', '.join(engines)}, policy version {policy}"
 
 
 def run_checks(args) -> list[Check]:

@@ -48,3 +48,4 @@ def test_tandem_route_asks_the_server_with_url(base_url):
                          capture_output=True, text=True, timeout=120)
     local = json.loads(out.stdout)
     assert local["mode"] == "ar" and local["load_aware"] is False and "not applied" in local["note"]
+
