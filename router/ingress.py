@@ -43,7 +43,10 @@ from router.structured import output_spec
 
 log = logging.getLogger("tandem.gateway")
 
-api = FastAPI(title="Tandem", description="One OpenAI-compatible endpoint for a block-diffusion LM.", version="0.1.0")
+# No /docs or /redoc: FastAPI's pages load their assets from a CDN and render blank offline;
+# the schema itself is served at /openapi.json.
+api = FastAPI(title="Tandem", description="One OpenAI-compatible endpoint for a block-diffusion LM.", version="0.1.0",
+              docs_url=None, redoc_url=None)
 api.include_router(admin)
 CREATED = 1_764_460_800  # the `created` time /v1/models reports
 
