@@ -22,3 +22,13 @@ def test_no_page_needs_a_cdn(base_url):
         assert missing.status_code == 404 and missing.json()["error"]["type"]
     schema = httpx.get(f"{base_url}/openapi.json", timeout=10)
     assert schema.status_code == 200 and "/v1/chat/completions" in schema.json()["paths"]
+
+
+def test_tandem_serve_says_once_when_the_app_is_ready(base_url, capsys):
+    from router.tools.serve import DEFAULT_CONFIG, announce, config_port
+
+    port = int(base_url.rsplit(":", 1)[1].strip("/"))
+    assert announce(port, wait_s=30)
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"Tandem ready at http://localhost:{port}/v1") and "checkpoint" in line and "policy version" in line
+    assert config_port(DEFAULT_CONFIG) == 8000
