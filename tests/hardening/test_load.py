@@ -71,7 +71,7 @@ def test_a_burst_beyond_the_queue_gets_429_with_retry_after(app_url):
     """100 block requests at once against one replica (batch 8 + queue 64): the overflow is refused
     at once with 429 and Retry-After, and everything admitted is served."""
     burst = (Spec("/v1/chat/completions", {"model": "tandem-block", "messages": [{"role": "user", "content": f"burst {i}"}],
-                                           "max_tokens": 8, "stream": i % 2 == 1}) for i in range(10**6))
+                                           "max_tokens": 48, "stream": i % 2 == 1}) for i in range(10**6))  # heavy enough that a loaded client still outruns the engine
     outcomes = asyncio.run(run_load(app_url, 100, 100, burst))
     check_answered(outcomes)
     statuses = [o.status for o in outcomes]
