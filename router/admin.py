@@ -1,5 +1,5 @@
 """The admin API (`/admin/...`): the live policy (show, validate, apply, history, rollback), the
-gateway's stats, and a routing dry run (`POST /admin/route`: the decision the gateway would make
+gateway's stats, its latest decisions (`/decisions`, what the console at /console shows), and a routing dry run (`POST /admin/route`: the decision the gateway would make
 now for a chat request, load included, with nothing decoded or logged). Off (404) unless the admin token variable is set; every route needs
 `Authorization: Bearer <token>` (compared in constant time). Hidden from the public OpenAPI
 document. Errors are TandemErrors, answered by the ingress's one handler.
@@ -19,11 +19,12 @@ import json
 import os
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 
 from engines.errors import AuthenticationError, InvalidRequestError, NotFoundError
 from policies.stores import redact
 from router.calls import chat_call
+from router.decision_feed import FEED_SIZE
 from router.gateway import replica_gateway
 from router.openai_api import ChatCompletionRequest
 from router.schemas import check_off_loop
@@ -120,6 +121,25 @@ async def dry_run_route(body: ChatCompletionRequest, request: Request, gw=Depend
         "routing": gw.view.snapshot(),
         "policy_version": policy.version,
     }
+
+
+def _feed_positions(after: str) -> dict[str, int]:
+    """`after` as the console sends it: `feed:seq` pairs, comma-separated (one per replica seen)."""
+    positions = {}
+    for part in filter(None, after.split(",")):
+        feed, _, seq = part.partition(":")
+        if not seq.isdigit():
+            raise InvalidRequestError(f"`after` takes feed:seq pairs separated by commas; got {part!r}", param="after", code="invalid_value")
+        positions[feed] = int(seq)
+    return positions
+
+
+@admin.get("/decisions")
+async def recent_decisions(after: str = "", limit: int = Query(200, ge=1, le=FEED_SIZE), gw=Depends(require_admin)):
+    """This replica's latest decisions and outcomes (no prompt text), oldest first: those after
+    the seq that `after` gives for this replica's feed (all it keeps when it names none)."""
+    seq = _feed_positions(after).get(gw.feed.id, 0)
+    return {"feed": gw.feed.id, "last": gw.feed.last, "decisions": gw.feed.after(seq, limit)}
 
 
 @admin.get("/stats")

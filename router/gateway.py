@@ -77,6 +77,7 @@ class Gateway:
     ):
         from policies.stores import store_kind
         from router.decide import Router
+        from router.decision_feed import DecisionFeed
         from router.decisions_log import DecisionsLogSettings
         from router.telemetry import GatewayStats, Telemetry
 
@@ -96,6 +97,7 @@ class Gateway:
         self.admin_token = os.environ.get(admin_token_env) or None
         self.telemetry = Telemetry(telemetry)
         self.stats = GatewayStats()
+        self.feed = DecisionFeed()  # the console's live view of decisions and outcomes
         # the router prices modes (cost-aware routing) with the profile the view fetches from the engines
         self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost))
         self.timeout_s = request_timeout_s
@@ -128,7 +130,7 @@ class Gateway:
                 try:
                     decision = self.router.decide(call.route, self.view.view())
                 except TandemError as exc:
-                    self._error(exc.status)
+                    self._error(exc.status, code=exc.code)
                     raise
                 route_span.set_attributes({f"decision.{k}": v for k, v in decision.model_dump().items() if v is not None and not isinstance(v, dict)})
             root.set_attribute("tandem.mode", decision.mode)
@@ -146,7 +148,7 @@ class Gateway:
             result, ticket, mode, degraded = await self._attempt(gen, decision, self._call_generate)
             self.view.returned(ticket, ok=True)
             await self._check_content(call, result)
-            self._finish(call, gen, result, mode, degraded, decision, started)
+            self._finish(call, gen, result, mode, degraded, decision, started, ticket)
             out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
             return JSONResponse(whole_answer(call, result, self._tandem(decision, result, mode, degraded)), headers=out_headers)
 
@@ -158,7 +160,7 @@ class Gateway:
             return
         if not await check_off_loop(check.matches, result.text):
             log.error("answer under a grammar does not match its response_format (request %s)", call.request_id)
-            self._error(422)
+            self._error(422, code="response_format_unsatisfied")
             raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
                                      code="response_format_unsatisfied", param="response_format")
 
@@ -191,7 +193,7 @@ class Gateway:
             error = out
             if out.status != 503 or (mode := self.router.policy.on_engine_failure.get(mode)) is None:
                 break
-        self._error(error.status)
+        self._error(error.status, code=error.code, decision=decision, mode=mode)
         raise error
 
     async def _call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
@@ -242,7 +244,7 @@ class Gateway:
                         yield chunk
                 elif isinstance(item, GenerationResult):
                     finished = True
-                    self._finish(call, dataclasses.replace(call.gen, mode=mode), item, mode, degraded, decision, started)
+                    self._finish(call, dataclasses.replace(call.gen, mode=mode), item, mode, degraded, decision, started, ticket)
                     for chunk in delta_chunks(call, created, reader.finish()):
                         yield chunk
                     finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
@@ -250,7 +252,7 @@ class Gateway:
                         yield chunk
                     break
                 elif isinstance(item, TandemError):
-                    self._error(item.status)
+                    self._error(item.status, code=item.code, decision=decision, mode=mode)
                     yield sse(item.body())
                     break
                 try:
@@ -258,7 +260,7 @@ class Gateway:
                 except StopAsyncIteration:
                     item = None
         except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
-            self._error(503)
+            self._error(503, code="engine_unavailable", decision=decision, mode=mode)
             yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
         finally:
             self.view.returned(ticket, ok=finished)
@@ -277,10 +279,16 @@ class Gateway:
         }
 
     def _finish(self, call: Call, gen: GenerationRequest, result: GenerationResult, mode: str, degraded: bool, decision,
-                started: float) -> None:
+                started: float, ticket: Ticket) -> None:
         latency_ms = (time.perf_counter() - started) * 1000
         s = result.stats
         self.stats.record(mode, latency_ms, s.tokens_per_forward, s.drafted, s.accepted, degraded)
+        self.feed.add(_feed_entry(decision, mode) | {
+            "status": 200, "stream": call.stream, "latency_ms": round(latency_ms, 1),
+            "estimate_ms": round(ticket.estimate_ms, 1) if ticket.estimate_ms is not None else None,
+            "output_tokens": s.output_tokens, "finish_reason": result.finish_reason, "tokens_per_forward": round(s.tokens_per_forward, 3),
+            "drafted": s.drafted, "accepted": s.accepted, "acceptance": round(s.acceptance_rate, 3) if mode == "verified" else None,
+            "degraded": degraded})
         self.telemetry.requests.add(1, {"mode": mode, "task": decision.task, "rule": decision.rule, "status": "200"})
         self.telemetry.latency.record(latency_ms, {"mode": mode})
         if not call.stream:  # a stream records its first token as it goes
@@ -296,10 +304,12 @@ class Gateway:
                        "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "degraded": degraded}
             self._spawn(asyncio.to_thread(self._log_decision, call.route, decision, outcome))
 
-    def _error(self, status: int) -> None:
-        """An answered error: /admin/stats and the requests counter."""
+    def _error(self, status: int, code: str | None = None, decision=None, mode: str | None = None) -> None:
+        """An answered error: /admin/stats, the requests counter and (with a decision: it was routed) the feed."""
         self.stats.error(status)
         self.telemetry.requests.add(1, {"status": str(status)})
+        if decision is not None:
+            self.feed.add(_feed_entry(decision, mode or decision.mode) | {"status": status, "error": code})
 
     def metrics_text(self) -> bytes:
         """GET /metrics: every instrument in Prometheus text format, with the live policy's state."""
@@ -332,3 +342,10 @@ class Gateway:
         if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, self.decisions_log,
                             stream=self.decisions_stream):
             self.telemetry.decisions_dropped.add(1)
+
+
+def _feed_entry(decision, mode: str) -> dict:
+    """What the console shows of a decision (no prompt text)."""
+    return {"request_id": decision.request_id, "mode": mode, "routed_mode": decision.mode, "task": decision.task,
+            "rule": decision.rule, "reason": decision.reason, "confidence": round(decision.confidence, 3),
+            "predicted_tokens": decision.predicted_tokens, "policy_version": decision.policy_version}

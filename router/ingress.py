@@ -33,6 +33,7 @@ from engines.errors import (
 from policies.stores import redact
 from router.admin import admin
 from router.calls import chat_call, completion_call
+from router.console import console
 from router.gateway import MAX_BODY_BYTES, MODELS, Gateway, replica_gateway as gateway
 from router.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
 from router.schemas import check_off_loop
@@ -48,6 +49,7 @@ log = logging.getLogger("tandem.gateway")
 api = FastAPI(title="Tandem", description="One OpenAI-compatible endpoint for a block-diffusion LM.", version="0.1.0",
               docs_url=None, redoc_url=None)
 api.include_router(admin)
+api.include_router(console)
 CREATED = 1_764_460_800  # the `created` time /v1/models reports
 
 

