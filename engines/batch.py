@@ -126,8 +126,8 @@ class SequenceBatch:
         self.mask = torch.cat([_pad_slots(self.mask, slots, 1), _pad_slots(other.mask, slots, 1)])
 
     def select(self, rows: torch.Tensor) -> None:
-        """Keep only `rows` (indices) of the batch: finished requests leave at once."""
-        if rows.numel() == self.size:
+        """Keep only `rows` (indices, in that order) of the batch: finished requests leave at once."""
+        if rows.numel() == self.size and bool((rows == torch.arange(self.size, device=rows.device)).all()):
             return
         self.cache.batch_select_indices(rows)
         self.mask = self.mask[rows]
@@ -135,13 +135,47 @@ class SequenceBatch:
 
 def prefill(model, rows, pad_id: int, logits: str) -> tuple[SequenceBatch, torch.Tensor | None]:
     """A new batch holding `rows`' contexts (left-padded): the prompt and what the row has written
-    so far (a seeded answer that AR finishes), and the prefill's logits."""
-    batch = SequenceBatch(model, len(rows), model.device)
-    ids, valid = left_pad([r.prompt_ids + r.output for r in rows], pad_id, model.device)
-    out = batch.encode(ids, valid, logits=logits)
+    so far (a seeded answer that AR finishes), and the prefill's logits. Rows with a shared prefix
+    (`Row.prefix_cache`, engines/prefix_cache.py) are encoded on top of it, one by one; the rest
+    together. The batch's rows are in `rows`' order."""
+    shared = [i for i, r in enumerate(rows) if r.prefix_cache is not None]
+    plain = [i for i in range(len(rows)) if i not in set(shared)]
+    parts = []
+    if plain:
+        batch = SequenceBatch(model, len(plain), model.device)
+        ids, valid = left_pad([rows[i].prompt_ids + rows[i].output for i in plain], pad_id, model.device)
+        parts.append((batch, batch.encode(ids, valid, logits=logits)))
+    parts += [_prefill_on_prefix(model, rows[i], logits) for i in shared]
     for r in rows:
-        r.stats.encoder_calls += 1
+        r.stats.encoder_calls += 1  # the prefill, in one or two parts
+    batch, out = parts[0]
+    for other, _ in parts[1:]:
+        batch.merge(other)
+    if len(parts) > 1 and out is not None:
+        out = torch.cat([o for _, o in parts])
+    order = plain + shared  # where each row sits now; put them back in `rows`' order
+    if order != sorted(order):
+        back = torch.tensor([order.index(i) for i in range(len(rows))], device=model.device)
+        batch.select(back)
+        out = out[back] if out is not None else None
     return batch, out
+
+
+def _prefill_on_prefix(model, row, logits: str) -> tuple[SequenceBatch, torch.Tensor | None]:
+    """One row's prefill as two encoder passes: its prefix (reused from the cache when there, else
+    encoded alone and stored), then the rest of its context."""
+    context = row.prompt_ids + row.output
+    key = tuple(context[: row.prefix_len])
+    batch = SequenceBatch(model, 1, model.device)
+    stored = row.prefix_cache.get(key)
+    if stored is None:
+        batch.encode(torch.tensor([key], device=model.device), logits="none")
+        row.prefix_cache.put(key, batch.cache, batch.mask)
+    else:
+        batch.cache, batch.mask = stored.cache, stored.mask
+        row.stats.prefix_tokens_reused = stored.tokens
+    rest = torch.tensor([context[row.prefix_len :]], device=model.device)
+    return batch, batch.encode(rest, logits=logits)
 
 
 def _pad_slots(t: torch.Tensor, slots: int, dim: int) -> torch.Tensor:

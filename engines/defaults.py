@@ -1,5 +1,5 @@
 """Facts every floor shares, defined once: the shipped checkpoint, the canvas sizes, the answer
-budget when a request names none, and the scheduler's batch and queue sizes.
+budget when a request names none, and the scheduler's batch and queue sizes, the prefix cache's size.
 
 `policies/` (canvas sizes in the default policy), `router/` (the API's default `max_tokens`, the
 app's engine arguments) and the offline tools import these rather than restating them."""
@@ -15,6 +15,7 @@ DEFAULT_MAX_TOKENS = 512  # output tokens when a request sets no max_tokens
 MAX_BATCH_SIZE = 8  # rows one engine replica decodes together per step
 MAX_QUEUE = 64  # requests waiting per replica beyond the running batch before 429
 MAX_WAIT_S = 0.5  # how long an incompatible request waits before running batches stop admitting
+PREFIX_CACHE_TOKENS = 32_768  # prompt-head tokens whose KV one replica keeps for reuse (engines.prefix_cache)
 
 
 def default_checkpoint() -> str:

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from engines.cost import CostProfile
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, default_checkpoint
 from engines.errors import InvalidRequestError, TandemError
+from engines.prefix_cache import DEFAULT_CACHE_TOKENS
 from engines.types import EngineInfo, EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.engine")
@@ -43,6 +44,7 @@ class EngineDeployment:
         max_batch_size: int = MAX_BATCH_SIZE,
         max_queue: int = MAX_QUEUE,
         max_wait_s: float = MAX_WAIT_S,
+        prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS,
     ):
         import torch
 
@@ -52,7 +54,8 @@ class EngineDeployment:
         if threads:
             torch.set_num_threads(threads)
         self.modes = tuple(modes)
-        self.engine = DiffusionEngine.from_checkpoint(checkpoint or default_checkpoint(), dtype=dtype, device=device)
+        self.engine = DiffusionEngine.from_checkpoint(checkpoint or default_checkpoint(), dtype=dtype, device=device,
+                                                      prefix_cache_tokens=prefix_cache_tokens)
         self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
 
@@ -92,7 +95,9 @@ class EngineDeployment:
         return await asyncio.to_thread(self.engine.agreement, request, answer_ids)
 
     def load(self) -> EngineLoad:
-        return dataclasses.replace(self.scheduler.load(), pid=os.getpid(), rss_mb=rss_mb())
+        load = self.scheduler.load()
+        prefixes = {"prefix_cache": self.engine.prefix_cache.stats()} if self.engine.prefix_cache is not None else {}
+        return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb())
 
     def info(self) -> EngineInfo:
         return EngineInfo(checkpoint=self.engine.path.name, modes=list(self.modes), canvas_length=self.engine.config.canvas_length,

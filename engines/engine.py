@@ -29,6 +29,7 @@ from engines.cost import CostProfile
 from engines.block import BlockParams, decode_block
 from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
+from engines.prefix_cache import DEFAULT_CACHE_TOKENS, MIN_PREFIX_TOKENS, PrefixCache
 from engines.rows import Row
 from engines.sampling import make_generator
 from engines.seeded import Seeder, decode_seeded, slot_vocab
@@ -38,7 +39,7 @@ from engines.verified import decode_verified
 
 
 class DiffusionEngine:
-    def __init__(self, loaded: LoadedModel):
+    def __init__(self, loaded: LoadedModel, prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS):
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.path = loaded.path
@@ -54,11 +55,13 @@ class DiffusionEngine:
         filler = min(self.eos_ids)
         self.seeder = Seeder(self.tokenizer, filler, slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), filler, self.vocab_size))
         self.draft_costs = DraftCosts(CostProfile.load(self.path))  # verified mode prices its drafts with it
+        self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
         self._lock = threading.Lock()
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, dtype: str = "float32", device: str = "cpu") -> "DiffusionEngine":
-        return cls(load_checkpoint(path, dtype=dtype, device=device))
+    def from_checkpoint(cls, path: str | Path, dtype: str = "float32", device: str = "cpu",
+                        prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS) -> "DiffusionEngine":
+        return cls(load_checkpoint(path, dtype=dtype, device=device), prefix_cache_tokens)
 
     # ---- validation -------------------------------------------------------------------------
 
@@ -103,6 +106,19 @@ class DiffusionEngine:
         if any(not isinstance(t, int) or not 0 <= t < self.vocab_size for t in ids):
             raise InvalidRequestError(f"prompt token ids must be integers in [0, {self.vocab_size})", param="prompt")
         return ids
+
+    def prefix_length(self, req: GenerationRequest, ids: list[int]) -> int:
+        """How many leading tokens of `ids` are the conversation before its last message (what the
+        next turn of an agent sends again), or 0: too short to be worth caching, or the template's
+        rendering of the head is not exactly the head of the prompt's tokens."""
+        if self.prefix_cache is None or not req.messages or len(req.messages) < 2 or len(ids) <= MIN_PREFIX_TOKENS:
+            return 0
+        try:
+            text = self.tokenizer.apply_chat_template(req.messages[:-1], tools=req.tools or None, add_generation_prompt=False, tokenize=False)
+        except Exception:  # a template may refuse a conversation cut before its last message
+            return 0
+        head = self.tokenizer.encode(text, add_special_tokens=False)
+        return len(head) if MIN_PREFIX_TOKENS <= len(head) < len(ids) and ids[: len(head)] == head else 0
 
     def validate(self, req: GenerationRequest) -> tuple[list[int], BlockParams | None]:
         """Check everything a request can get wrong; raise a typed error naming the limit."""
@@ -163,6 +179,7 @@ class DiffusionEngine:
             on_text=on_text,
             on_done=on_done,
             constraint=self.grammar_tokenizer.constraint(req.grammar, req.max_new_tokens) if req.grammar is not None else None,
+            **({"prefix_cache": self.prefix_cache, "prefix_len": n} if (n := self.prefix_length(req, ids)) else {}),
         )
 
     # ---- decoding ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from engines.types import DecodeStats, FinishReason, GenerationRequest, Generati
 
 if TYPE_CHECKING:
     from engines.drafting import DraftControl
+    from engines.prefix_cache import PrefixCache
 
 # Text that may still grow into a stop string, or an unfinished multi-byte character, is held back.
 _INCOMPLETE_CHAR = "\ufffd"
@@ -34,6 +35,8 @@ class Row:
     on_done: Callable[["Row"], None] | None = None  # called once, when the row leaves its batch
     constraint: TokenConstraint | None = None  # the request's grammar state, advanced by `extend`
     draft: "DraftControl | None" = None  # verified mode: this row's drafting plan (engines.drafting)
+    prefix_cache: "PrefixCache | None" = None  # set when the prompt's head (`prefix_len` tokens) is shared (engines.prefix_cache)
+    prefix_len: int = 0
     cancelled: bool = False  # set from another thread when the client goes away; honoured at the next step
     error: BaseException | None = None  # set when decoding failed; `on_done` still runs
     output: list[int] = field(default_factory=list)

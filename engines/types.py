@@ -69,6 +69,7 @@ class DecodeStats:
     accepted: int = 0  # verified mode: draft tokens that equalled the AR choice (tokens written by drafts)
     ar_tokens: int = 0  # verified mode: tokens written by AR steps (each round's correction, and rows drafting paused)
     seeded_fallback: bool = False  # a skeleton-seeded answer was finished by constrained AR (engines.seeded)
+    prefix_tokens_reused: int = 0  # prompt tokens whose KV came from the prefix cache (engines.prefix_cache)
     closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.constraint)
     latency_s: float = 0.0
 
@@ -98,6 +99,7 @@ class DecodeStats:
             "drafted": self.drafted,
             "accepted": self.accepted,
             "ar_tokens": self.ar_tokens,
+            "prefix_tokens_reused": self.prefix_tokens_reused,
             "acceptance_rate": round(self.acceptance_rate, 4),
             "latency_ms": round(self.latency_s * 1000, 2),
         }

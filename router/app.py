@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, PREFIX_CACHE_TOKENS
 from router.decisions_log import DecisionsLogSettings
 
 
@@ -17,9 +18,11 @@ class EngineArgs(BaseModel):
     dtype: str = Field("float32", description="Weights dtype: float32, bfloat16 or float16 (bfloat16 on GPUs).")
     device: str = Field("cpu", description="torch device for the model, e.g. cpu or cuda.")
     threads: int | None = Field(1, ge=1, description="torch intra-op threads per replica (null: torch's default).")
-    max_batch_size: int = Field(8, ge=1, le=512, description="Requests decoded together per step.")
-    max_queue: int = Field(64, ge=1, description="Waiting requests per replica before 429.")
-    max_wait_s: float = Field(0.5, gt=0, description="How long an incompatible request waits before running batches stop admitting.")
+    max_batch_size: int = Field(MAX_BATCH_SIZE, ge=1, le=512, description="Requests decoded together per step.")
+    max_queue: int = Field(MAX_QUEUE, ge=1, description="Waiting requests per replica before 429.")
+    max_wait_s: float = Field(MAX_WAIT_S, gt=0, description="How long an incompatible request waits before running batches stop admitting.")
+    prefix_cache_tokens: int = Field(
+        PREFIX_CACHE_TOKENS, ge=0, description="Prompt-head tokens whose KV each replica keeps for reuse (system prompt, tools, earlier turns); 0: off.")
 
 
 class AppArgs(BaseModel):

@@ -38,3 +38,10 @@ class DecisionFeed:
     def last(self) -> int:
         with self._lock:
             return self._seq
+
+
+def feed_entry(decision, mode: str) -> dict:
+    """What the console shows of a decision (`router.types.Decision`) served in `mode` (no prompt text)."""
+    return {"request_id": decision.request_id, "mode": mode, "routed_mode": decision.mode, "task": decision.task,
+            "rule": decision.rule, "reason": decision.reason, "confidence": round(decision.confidence, 3),
+            "predicted_tokens": decision.predicted_tokens, "policy_version": decision.policy_version}

@@ -31,6 +31,7 @@ from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
 from router.answers import closing_chunks, delta_chunks, whole_answer
 from router.openai_api import DONE, chat_chunk, new_id, sse
 from router.calls import Call
+from router.decision_feed import DecisionFeed, feed_entry
 from router.routing_view import RoutingView, Ticket
 from router.schemas import check_off_loop
 from router.telemetry import engine_span
@@ -77,7 +78,6 @@ class Gateway:
     ):
         from policies.stores import store_kind
         from router.decide import Router
-        from router.decision_feed import DecisionFeed
         from router.decisions_log import DecisionsLogSettings
         from router.telemetry import GatewayStats, Telemetry
 
@@ -283,7 +283,7 @@ class Gateway:
         latency_ms = (time.perf_counter() - started) * 1000
         s = result.stats
         self.stats.record(mode, latency_ms, s.tokens_per_forward, s.drafted, s.accepted, degraded)
-        self.feed.add(_feed_entry(decision, mode) | {
+        self.feed.add(feed_entry(decision, mode) | {
             "status": 200, "stream": call.stream, "latency_ms": round(latency_ms, 1),
             "estimate_ms": round(ticket.estimate_ms, 1) if ticket.estimate_ms is not None else None,
             "output_tokens": s.output_tokens, "finish_reason": result.finish_reason, "tokens_per_forward": round(s.tokens_per_forward, 3),
@@ -309,7 +309,7 @@ class Gateway:
         self.stats.error(status)
         self.telemetry.requests.add(1, {"status": str(status)})
         if decision is not None:
-            self.feed.add(_feed_entry(decision, mode or decision.mode) | {"status": status, "error": code})
+            self.feed.add(feed_entry(decision, mode or decision.mode) | {"status": status, "error": code})
 
     def metrics_text(self) -> bytes:
         """GET /metrics: every instrument in Prometheus text format, with the live policy's state."""
@@ -342,10 +342,3 @@ class Gateway:
         if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, self.decisions_log,
                             stream=self.decisions_stream):
             self.telemetry.decisions_dropped.add(1)
-
-
-def _feed_entry(decision, mode: str) -> dict:
-    """What the console shows of a decision (no prompt text)."""
-    return {"request_id": decision.request_id, "mode": mode, "routed_mode": decision.mode, "task": decision.task,
-            "rule": decision.rule, "reason": decision.reason, "confidence": round(decision.confidence, 3),
-            "predicted_tokens": decision.predicted_tokens, "policy_version": decision.policy_version}

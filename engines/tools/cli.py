@@ -76,6 +76,15 @@ def register(commands, bench_commands):
     p.add_argument("--json", default=None, help="write every prompt's figures and the summary here")
     p.set_defaults(func=_lazy("engines.tools.bench_verified"))
 
+    p = bench_commands.add_parser("prefix", help="prefix reuse against none: time to first token and throughput with a 1k-3.5k-token shared system prompt")
+    p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
+    p.add_argument("--quick", action="store_true", help="1k and 2k-token prefixes, 3 turns")
+    p.add_argument("--modes", default="ar,verified,block", help="comma-separated modes")
+    p.add_argument("--turns", type=_bounded(int, 1), default=None, help="turns per prefix and mode (default 5, quick 3)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--json", default=None, help="write the records here")
+    p.set_defaults(func=_lazy("engines.tools.bench_prefix"))
+
     p = commands.add_parser("eval", help="evaluate a checkpoint")
     eval_commands = p.add_subparsers(dest="eval", required=True, metavar="WHAT")
     p = eval_commands.add_parser("model", help="task-suite quality per family in block (by steps and canvas), verified and AR mode")

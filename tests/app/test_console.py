@@ -84,6 +84,14 @@ def test_the_console_page_is_self_contained_and_its_data_needs_the_token(base_ur
 def test_an_operator_signs_in_watches_decisions_and_changes_the_policy(base_url, admin_headers, page, shots):
     from playwright.sync_api import expect
 
+    # start from a stored version (a fresh store serves the default, version 0, from no history)
+    live = httpx.get(f"{base_url}/admin/policy", headers=admin_headers, timeout=10).json()["policy"]
+    if live["version"] == 0:
+        base = {k: v for k, v in live.items() if k != "version"}
+        stored = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, timeout=10,
+                            json={"policy": base, "expect_version": 0, "note": "console test: the default, stored"})
+        assert stored.status_code == 200, stored.text
+
     sign_in(page, "not-the-token")
     expect(page.locator("#login-error")).to_have_text("Wrong admin token.")
     sign_in(page)

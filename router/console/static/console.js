@@ -14,7 +14,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY),
   lastByFeed: {}, entries: [],
-  policy: null, loadedText: "", history: [],
+  policy: null, liveVersion: null, loadedText: "", history: [],
   validateTimer: null, validated: null, timers: [], charts: {},
 };
 
@@ -191,13 +191,19 @@ function throughputSeries() {
   const first = Math.floor(ok[0].ts / w) * w;
   const last = Math.floor(ok[ok.length - 1].ts / w) * w;
   const xs = [];
-  for (let t = first; t <= last; t += w) xs.push(t);
+  for (let t = first - w; t <= last; t += w) xs.push(t); // from the quiet window before the first request
   const sums = MODES.map(() => xs.map(() => 0));
-  for (const d of ok) sums[MODES.indexOf(d.mode)][Math.floor((d.ts - first) / w)] += d.output_tokens / w;
+  for (const d of ok) sums[MODES.indexOf(d.mode)][Math.floor((d.ts - first) / w) + 1] += d.output_tokens / w;
   return [xs].concat(sums);
 }
 
 function updateCharts() {
+  const estimated = state.entries.some((d) => d.estimate_ms > 0);
+  if (estimated && $("chart-calibration").hidden) {
+    $("calibration-empty").hidden = true;
+    $("chart-calibration").hidden = false;
+    state.charts.calibration.setSize({ width: Math.max(320, $("chart-calibration").clientWidth), height: 220 });
+  }
   state.charts.latency.setData(perRequestSeries((d) => d.latency_ms));
   state.charts.throughput.setData(throughputSeries());
   state.charts.calibration.setData(perRequestSeries((d) => (d.estimate_ms > 0 ? d.latency_ms / d.estimate_ms : null)));
@@ -241,23 +247,27 @@ function policyText(policy) {
 async function pollPolicy() {
   let data;
   try { data = await api("/admin/policy"); } catch { return; }
-  $("policy-version").textContent = data.policy.version;
+  setLive(data.policy.version);
   $("policy-store").textContent = `(${data.store.store}: ${data.store.source}${data.store.healthy === false ? ", unhealthy" : ""})`;
   const editor = $("policy-editor");
   if (!state.policy || editor.value === state.loadedText) {
     if (!state.policy || state.policy.version !== data.policy.version) showPolicy(data.policy);
-  } else if (data.policy.version !== state.policy.version) {
+  } else if (data.policy.version !== state.policy.version && !$("policy-message").classList.contains("message-bad")) {
     message(`Version ${data.policy.version} was applied since you loaded version ${state.policy.version}; ` +
       "Reload to see it (your edits are kept until then).", false);
   }
-  if (!state.history.length || state.history[0].version !== data.policy.version) loadHistory();
+  if (!state.history.length || state.history[0].version !== data.policy.version) await loadHistory();
+}
+
+function setLive(version) {
+  state.liveVersion = version;
+  $("policy-version").textContent = version;
 }
 
 function showPolicy(policy) {
   state.policy = policy;
   state.loadedText = policyText(policy);
   $("policy-editor").value = state.loadedText;
-  $("policy-version").textContent = policy.version;
   setValidation("", "");
   $("policy-apply").disabled = true;
 }
@@ -315,10 +325,12 @@ async function applyPolicy() {
     const out = await api("/admin/policy", { policy, expect_version: state.policy.version, note: $("policy-note").value });
     message(`Applied: version ${out.version}.`, true);
     $("policy-note").value = "";
+    setLive(out.version);
     showPolicy(out.policy);
     loadHistory();
   } catch (err) {
     if (err.status === 409) {
+      pollPolicy(); // the live version and its history (the editor keeps the edit)
       message(`Refused, the policy changed meanwhile: ${err.message}. Your edits are still in the editor; ` +
         "Reload to start from the current version.", false);
     } else {
@@ -330,6 +342,7 @@ async function applyPolicy() {
 
 async function reloadPolicy() {
   const data = await api("/admin/policy");
+  setLive(data.policy.version);
   showPolicy(data.policy);
   message("", true);
   loadHistory();
@@ -352,6 +365,8 @@ function diff(before, after) {
   return keys.filter((k) => a[k] !== b[k]).map((k) => ({ path: k, old: a[k], new: b[k] }));
 }
 
+const shorten = (text) => (text.length > 48 ? text.slice(0, 45) + "..." : text);
+
 async function loadHistory() {
   let data;
   try { data = await api("/admin/policy/history"); } catch { return; }
@@ -359,7 +374,7 @@ async function loadHistory() {
   state.history = records;
   const body = $("history").tBodies[0];
   body.textContent = "";
-  const current = state.policy ? state.policy.version : null;
+  const current = state.liveVersion;
   records.forEach((r, i) => {
     const row = body.insertRow();
     row.dataset.version = r.version;
@@ -378,8 +393,10 @@ async function loadHistory() {
         const line = document.createElement("div");
         const oldSpan = document.createElement("span"), newSpan = document.createElement("span");
         oldSpan.className = "diff-old"; newSpan.className = "diff-new";
-        oldSpan.textContent = c.old === undefined ? "(none)" : c.old;
-        newSpan.textContent = c.new === undefined ? "(none)" : c.new;
+        oldSpan.textContent = shorten(c.old === undefined ? "(none)" : c.old);
+        newSpan.textContent = shorten(c.new === undefined ? "(none)" : c.new);
+        oldSpan.title = c.old === undefined ? "" : c.old;
+        newSpan.title = c.new === undefined ? "" : c.new;
         line.append(`${c.path}: `, oldSpan, " → ", newSpan);
         changes.append(line);
       }
@@ -399,6 +416,7 @@ async function rollback(version) {
   try {
     const out = await api("/admin/policy/rollback", { version, expect_version: state.policy.version });
     message(`Rolled back to version ${version}: now version ${out.version}.`, true);
+    setLive(out.version);
     showPolicy(out.policy);
     loadHistory();
   } catch (err) {

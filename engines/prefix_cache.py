@@ -1,0 +1,83 @@
+"""Prefix reuse: the encoder KV of a prompt's shared head, kept per engine and reused by every mode.
+
+Agent frameworks send the same system prompt, tool declarations and earlier turns on every call;
+only the last message is new. A row's *prefix* is its prompt up to the last message (the chat
+template rendered over all messages but the last; used only when its tokens are exactly the head
+of the full prompt's). Prefill then runs in two parts, always: the prefix (from this cache, or
+encoded alone and stored), then the rest on top of it. Because a cold and a warm request compute
+the same two parts, reusing a prefix never changes a row's numbers (bit for bit; tested).
+
+The cache is an LRU bounded by tokens, keyed by the prefix's token ids, and lives in one engine,
+so it never outlives the weights that computed it (a checkpoint change is a new engine). A policy
+change cannot invalidate it: KV is a function of weights and token ids alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+
+from engines.defaults import PREFIX_CACHE_TOKENS
+
+MIN_PREFIX_TOKENS = 64  # shorter heads cost less to encode than to look up and copy
+DEFAULT_CACHE_TOKENS = PREFIX_CACHE_TOKENS  # prefix tokens kept per engine
+
+
+@dataclass
+class Prefix:
+    """One stored prefix: a one-row cache and its slot mask, as `SequenceBatch` holds them."""
+
+    cache: object  # transformers DynamicCache, one row
+    mask: torch.Tensor  # (1, P) bool
+    tokens: int
+
+
+class PrefixCache:
+    def __init__(self, max_tokens: int = DEFAULT_CACHE_TOKENS):
+        self.max_tokens = max_tokens
+        self._entries: OrderedDict[tuple[int, ...], Prefix] = OrderedDict()
+        self._lock = threading.Lock()  # the engine decodes under its own lock; stats are read from other threads
+        self.tokens = 0
+        self.hits = 0
+        self.misses = 0
+        self.reused_tokens = 0
+
+    def get(self, key: tuple[int, ...]) -> Prefix | None:
+        """A private copy of the stored prefix (the caller extends it), or None."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            self.reused_tokens += entry.tokens
+        return Prefix(copy.deepcopy(entry.cache), entry.mask.clone(), entry.tokens)
+
+    def put(self, key: tuple[int, ...], cache, mask: torch.Tensor) -> None:
+        """Store a copy of a one-row cache holding exactly `key`; evict least recently used to fit."""
+        if len(key) > self.max_tokens:
+            return
+        entry = Prefix(copy.deepcopy(cache), mask.clone(), len(key))
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = entry
+            self.tokens += entry.tokens
+            while self.tokens > self.max_tokens:
+                _, old = self._entries.popitem(last=False)
+                self.tokens -= old.tokens
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.tokens = 0
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {"entries": len(self._entries), "tokens": self.tokens, "max_tokens": self.max_tokens,
+                    "hits": self.hits, "misses": self.misses, "reused_tokens": self.reused_tokens}

@@ -1,0 +1,127 @@
+"""`tandem bench prefix`: prefix reuse against no reuse, side by side in one run.
+
+An agent sends the same long system prompt (here 1k-3.5k tokens of instructions) with a new user
+message each turn. For each prefix length and mode, the same engine weights serve each turn twice,
+alternately: once by an engine without the prefix cache (every turn encodes the whole prompt)
+and once by one whose cache already holds the system prompt (each turn encodes only its
+message). Reported per prefix length and mode: time to first token (a 1-token answer: the
+prefill and one step) and throughput of a 64-token answer, each a median over the turns, their
+ratios, the one-off cost of filling the cache (the first turn, which encodes the prefix alone
+and then the rest), and whether both engines wrote the same tokens (they must).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from engines import DiffusionEngine
+from engines.types import GenerationRequest
+
+PREFIX_TOKENS = (1024, 2048, 3584)
+QUICK_PREFIX_TOKENS = (1024, 2048)
+MODES = ("ar", "verified", "block")
+ANSWER_TOKENS = 64
+QUESTIONS = [
+    "Summarize: the meeting moved to Friday because the room was booked.",
+    "Classify the review as positive or negative: the battery died in a day.",
+    "Extract the name and the city: Alice Smith moved to Paris last spring.",
+    "Plan the steps to reset a forgotten router password.",
+    "Rewrite politely: send me the report now.",
+]
+RULES = [
+    "Answer with the fields asked for and nothing else.", "Keep names exactly as the user wrote them.",
+    "Write dates as YYYY-MM-DD.", "Give amounts as plain numbers without currency signs.",
+    "When a field is missing, write null rather than guessing.", "Never add commentary before or after the answer.",
+    "Prefer the most recent value when the message gives two.", "Use the tools only when the message names an order id.",
+]
+
+
+def system_prompt(engine: DiffusionEngine, tokens: int) -> str:
+    """Numbered rules, repeated with their numbers, until the prompt has about `tokens` tokens."""
+    lines, n = [], 0
+    while True:
+        lines.append(f"Rule {n + 1}: {RULES[n % len(RULES)]}")
+        n += 1
+        if n % 2 == 0 and len(engine.tokenizer.encode("\n".join(lines), add_special_tokens=False)) >= tokens:
+            return "\n".join(lines)
+
+
+def turn(system: str, question: str, mode: str, max_tokens: int) -> GenerationRequest:
+    # seeded: block mode samples its canvas, and both engines must draw the same noise; a 64-token
+    # canvas, as the router sizes one for a short answer
+    return GenerationRequest(messages=[{"role": "system", "content": system}, {"role": "user", "content": question}],
+                             mode=mode, max_new_tokens=max_tokens, seed=0, canvas=64 if mode != "ar" else None)
+
+
+def timed(engine: DiffusionEngine, request: GenerationRequest):
+    start = time.perf_counter()
+    result = engine.generate(request)
+    return time.perf_counter() - start, result
+
+
+def measure(cold: DiffusionEngine, warm: DiffusionEngine, prefix_tokens: int, mode: str, turns: int) -> dict:
+    system = system_prompt(cold, prefix_tokens)
+    warm.prefix_cache.clear()
+    fill_s, _ = timed(warm, turn(system, "Hello.", mode, 1))  # the first turn fills the cache
+    ttft = {"cold": [], "reused": []}
+    tps = {"cold": [], "reused": []}
+    identical, reused = True, 0
+    for i in range(turns):
+        question = QUESTIONS[i % len(QUESTIONS)]
+        for name, engine in (("cold", cold), ("reused", warm)) if i % 2 == 0 else (("reused", warm), ("cold", cold)):
+            seconds, _ = timed(engine, turn(system, question, mode, 1))
+            ttft[name].append(seconds)
+        answers = {}
+        for name, engine in (("cold", cold), ("reused", warm)):
+            seconds, answers[name] = timed(engine, turn(system, question, mode, ANSWER_TOKENS))
+            tps[name].append(answers[name].stats.output_tokens / seconds)
+        identical &= answers["cold"].token_ids == answers["reused"].token_ids
+        reused = answers["reused"].stats.prefix_tokens_reused
+    med = statistics.median
+    prompt = len(cold.prompt_ids(turn(system, QUESTIONS[0], mode, 1)))
+    return {
+        "prefix_tokens": reused, "prompt_tokens": prompt, "mode": mode, "turns": turns,
+        "ttft_ms_cold": round(med(ttft["cold"]) * 1000, 1), "ttft_ms_reused": round(med(ttft["reused"]) * 1000, 1),
+        "ttft_speedup": round(med(ttft["cold"]) / med(ttft["reused"]), 2), "ttft_ms_fill": round(fill_s * 1000, 1),
+        "tokens_per_s_cold": round(med(tps["cold"]), 1), "tokens_per_s_reused": round(med(tps["reused"]), 1),
+        "throughput_ratio": round(med(tps["reused"]) / med(tps["cold"]), 2), "identical": identical,
+        "target_prefix_tokens": prefix_tokens,
+    }
+
+
+def main(args) -> int:
+    from engines.tools.bench import load_engine
+
+    torch.set_num_threads(args.threads)
+    cold, source = load_engine(args.checkpoint)
+    cold.prefix_cache = None
+    warm = DiffusionEngine.from_checkpoint(cold.path)
+    machine = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+    prefixes = QUICK_PREFIX_TOKENS if args.quick else PREFIX_TOKENS
+    modes = tuple(args.modes.split(","))
+    turns = args.turns or (3 if args.quick else 5)
+    print(f"checkpoint: {source}\nmachine: {machine}\n{turns} turns per prefix and mode (medians); answers of 1 token (TTFT) and {ANSWER_TOKENS}")
+    timed(cold, turn("Warm up.", "Hi.", "ar", 2))
+    timed(warm, turn("Warm up.", "Hi.", "ar", 2))
+    records = []
+    for prefix_tokens in prefixes:
+        for mode in modes:
+            records.append(measure(cold, warm, prefix_tokens, mode, turns))
+            print(f"  measured prefix {prefix_tokens}, {mode}", flush=True)
+    print("\n| prefix tokens | prompt tokens | mode | TTFT no reuse ms | TTFT reused ms | TTFT speedup | first turn (fills) ms "
+          "| tok/s no reuse | tok/s reused | throughput ratio | identical |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in records:
+        print(f"| {r['prefix_tokens']} | {r['prompt_tokens']} | {r['mode']} | {r['ttft_ms_cold']:.0f} | {r['ttft_ms_reused']:.0f} "
+              f"| {r['ttft_speedup']:.2f}x | {r['ttft_ms_fill']:.0f} | {r['tokens_per_s_cold']:.1f} | {r['tokens_per_s_reused']:.1f} "
+              f"| {r['throughput_ratio']:.2f}x | {'yes' if r['identical'] else 'NO'} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"checkpoint": source, "machine": machine, "records": records}, indent=2))
+        print(f"wrote {args.json}")
+    return 0 if all(r["identical"] for r in records) else 1

@@ -1,0 +1,95 @@
+"""Prefix reuse (engines/prefix_cache.py): requests that repeat a conversation's head get its KV
+from the cache, in every mode, alone and batched, with outputs identical to an engine without
+the cache; the cache stays within its token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from engines import DiffusionEngine
+from engines.defaults import SHIPPED_CHECKPOINT
+from engines.prefix_cache import PrefixCache
+from engines.types import GenerationRequest
+
+SYSTEM = ("You are the extraction step of an agent. Read the user's message and answer with the fields asked for, "
+          "nothing else. Keep names as written, dates as YYYY-MM-DD, and amounts as numbers. ") * 3
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "Find an order by its id",
+                                           "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]
+QUESTIONS = ["Summarize: the meeting moved to Friday because the room was booked.",
+             "Classify the review as positive or negative: the battery died in a day.",
+             "Extract the name and the city: Alice Smith moved to Paris last spring."]
+
+
+def turn(question: str, mode: str, history: int = 0, **kw) -> GenerationRequest:
+    earlier = [{"role": "user", "content": f"Earlier question {i}."} if i % 2 == 0 else {"role": "assistant", "content": f"Earlier answer {i}."}
+               for i in range(history)]
+    messages = [{"role": "system", "content": SYSTEM}, *earlier, {"role": "user", "content": question}]
+    return GenerationRequest(messages=messages, mode=mode, max_new_tokens=24, seed=3, **kw)
+
+
+@pytest.fixture(scope="module")
+def engines():
+    return DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT), DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT, prefix_cache_tokens=0)
+
+
+@pytest.mark.parametrize("mode", ["ar", "block", "verified"])
+def test_reused_prefixes_give_the_same_output_alone_and_batched(engines, mode):
+    cached, plain = engines
+    cached.prefix_cache.clear()
+    requests = [turn(q, mode) for q in QUESTIONS] + [turn(QUESTIONS[0], mode, history=3, tools=TOOLS)]
+    expected = [plain.generate(r) for r in requests]
+    first = cached.generate(requests[0])  # cold: encodes the head alone and stores it
+    assert first.stats.prefix_tokens_reused == 0 and cached.prefix_cache.stats()["entries"] == 1
+    alone = [cached.generate(r) for r in requests]
+    no_head = GenerationRequest(messages=[{"role": "user", "content": QUESTIONS[1]}], mode=mode, max_new_tokens=24, seed=3)
+    mixed = cached.generate_batch(requests[::-1] + [no_head])  # rows on a prefix and one without, in another order
+    batched = mixed[:-1][::-1]
+    assert mixed[-1].token_ids == plain.generate(no_head).token_ids and mixed[-1].stats.prefix_tokens_reused == 0
+    assert [r.token_ids for r in alone] == [r.token_ids for r in expected] == [r.token_ids for r in batched]
+    assert [r.stats.prefix_tokens_reused > 0 for r in alone] == [True, True, True, False]  # the last has its own head
+    assert all(r.stats.prefix_tokens_reused > 0 for r in batched)
+    assert alone[0].stats.prefix_tokens_reused == cached.prefix_length(requests[0], cached.prompt_ids(requests[0]))
+    assert [r.stats.forwards for r in alone] == [r.stats.forwards for r in expected]  # the prefill is still one call
+
+
+def test_a_head_the_template_does_not_repeat_or_a_short_one_is_not_cached(engines):
+    cached, _ = engines
+    one_message = GenerationRequest(messages=[{"role": "user", "content": SYSTEM + QUESTIONS[0]}], mode="ar", max_new_tokens=4)
+    short = GenerationRequest(messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTIONS[1]}],
+                              mode="ar", max_new_tokens=4)
+    completion = GenerationRequest(prompt=SYSTEM + QUESTIONS[2], mode="ar", max_new_tokens=4)
+    for request in (one_message, short, completion):
+        assert cached.prefix_length(request, cached.prompt_ids(request)) == 0
+        assert cached.generate(request).stats.prefix_tokens_reused == 0
+
+
+def test_the_cache_evicts_least_recently_used_prefixes_to_stay_within_its_tokens(engines):
+    cached, _ = engines
+    engine = DiffusionEngine(_loaded(cached), prefix_cache_tokens=400)
+    heads = [turn(QUESTIONS[0], "ar", history=h) for h in (0, 2, 4)]  # three different heads, ~100-150 tokens each
+    for request in heads:
+        engine.generate(request)
+    stats = engine.prefix_cache.stats()
+    assert stats["tokens"] <= 400 and stats["entries"] < 3
+    assert engine.generate(heads[-1]).stats.prefix_tokens_reused > 0  # the newest is kept
+    assert engine.generate(heads[0]).stats.prefix_tokens_reused == 0  # the oldest went
+
+
+def test_a_stored_prefix_is_copied_out_so_a_row_that_extends_it_leaves_it_unchanged():
+    import torch
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    cache.update(torch.ones(1, 1, 4, 2), torch.ones(1, 1, 4, 2), 0)
+    store = PrefixCache(max_tokens=10)
+    store.put((1, 2, 3, 4), cache, torch.ones(1, 4, dtype=torch.bool))
+    copy = store.get((1, 2, 3, 4))
+    copy.cache.update(torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2), 0)
+    assert store.get((1, 2, 3, 4)).cache.layers[0].keys.shape[2] == 4
+    assert store.get((9,)) is None and store.stats()["hits"] == 2 and store.stats()["misses"] == 1
+
+
+def _loaded(engine):
+    from engines.loading import LoadedModel
+
+    return LoadedModel(model=engine.model, tokenizer=engine.tokenizer, path=engine.path)
