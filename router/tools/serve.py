@@ -30,7 +30,9 @@ def announce(port: int, alive=lambda: True, wait_s: float = READY_WAIT_S) -> boo
     while time.monotonic() < deadline and alive():
         serving = running_tandem(port)
         if serving:
-            print(f"Tandem ready at http://localhost:{port}/v1 ({serving})", flush=True)
+            console = (f"; console at http://localhost:{port}/console" if os.environ.get("TANDEM_ADMIN_TOKEN")
+                       else "; set TANDEM_ADMIN_TOKEN for the console and admin API")
+            print(f"Tandem ready at http://localhost:{port}/v1 ({serving}){console}", flush=True)
             return True
         time.sleep(1.0)
     return False

@@ -4,6 +4,8 @@ the cache; the cache stays within its token budget."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from engines import DiffusionEngine
@@ -93,3 +95,15 @@ def _loaded(engine):
     from engines.loading import LoadedModel
 
     return LoadedModel(model=engine.model, tokenizer=engine.tokenizer, path=engine.path)
+
+
+def test_bench_prefix_writes_the_records_the_checks_read(tmp_path):
+    from router.tools.cli import main as tandem
+
+    out = tmp_path / "prefix.json"
+    assert tandem(["bench", "prefix", "--quick", "--modes", "ar", "--turns", "1", "--json", str(out)]) == 0
+    records = json.loads(out.read_text())["records"]
+    assert [r["target_prefix_tokens"] for r in records] == [1024, 2048]
+    for r in records:
+        assert r["prefix_tokens"] >= r["target_prefix_tokens"] and r["identical"] is True
+        assert r["ttft_ms_cold"] > 0 and r["ttft_ms_reused"] > 0  # speed is the benchmark's to show, not this test's
