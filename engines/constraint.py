@@ -68,9 +68,6 @@ class GrammarTokenizer:
                 self.close_inside[t] = 10 + text.count("]") + text.count("}")
         eos = self.tokenizer.eos_token
         self.close_outside[eos] = self.close_inside[eos] = 100
-        # The mask kernel is torch.compile'd on first use (~4 s here): pay that at start, not on a request.
-        llguidance.torch.apply_token_bitmask_inplace(torch.zeros(1, self.tokenizer.vocab_size),
-                                                     llguidance.torch.allocate_token_bitmask(1, self.tokenizer.vocab_size))
 
     def constraint(self, grammar: str, max_new_tokens: int) -> "TokenConstraint":
         problems = grammar_problems(grammar)
@@ -80,6 +77,18 @@ class GrammarTokenizer:
         constraint = TokenConstraint(llguidance.LLMatcher(self.tokenizer, grammar, log_level=0), self)
         constraint.window = closing_window(max_new_tokens)
         return constraint
+
+
+def apply_bitmask_(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
+    """Set to -inf, in place, the entries of `logits` (B, V) whose bit in `bitmask` (B, ceil(V/32)) int32 is 0.
+    llguidance.torch.apply_token_bitmask_inplace does the same under torch.compile, whose C++ build
+    at every engine start cost 4 s idle and 30 s on a loaded 2-core machine (a replica restart
+    waited for it); eager, these few ops take well under a millisecond at the vocabularies served."""
+    bits = (bitmask.unsqueeze(-1) >> torch.arange(32, device=bitmask.device, dtype=torch.int32)) & 1  # (B, W, 32)
+    allowed = bits.flatten(1)[:, : logits.shape[1]].bool()  # (B, min(V, 32 W))
+    n = allowed.shape[1]
+    logits[:, :n].masked_fill_(~allowed, float("-inf"))
+    logits[:, n:] = float("-inf")  # tokens past the mask's words are never allowed
 
 
 class TokenConstraint:
@@ -100,7 +109,7 @@ class TokenConstraint:
         under CLOSING_TOKENS, allowed closing tokens are made to win."""
         llguidance.torch.fill_next_token_bitmask(self.matcher, self.bitmask, 0)
         view = logits[: self.vocab_size].unsqueeze(0)  # (1, V)
-        llguidance.torch.apply_token_bitmask_inplace(view, self.bitmask.to(logits.device))
+        apply_bitmask_(view, self.bitmask.to(logits.device))
         if logits.shape[0] > self.vocab_size:
             logits[self.vocab_size :] = float("-inf")  # padding rows of the embedding are never text
         if tokens_left is not None and tokens_left <= self.window:

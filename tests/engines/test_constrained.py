@@ -101,3 +101,26 @@ def test_block_mode_refuses_a_grammar(engine):
 def test_a_grammar_the_library_cannot_use_is_a_400(engine):
     with pytest.raises(InvalidRequestError, match="grammar cannot be used"):
         engine.generate(GenerationRequest(messages=ASK, mode="ar", grammar='{"grammars": [{"lark_grammar": "start: ("}]}'))
+
+
+@pytest.mark.parametrize("vocab", [2048, 2050, 262_144])
+def test_the_eager_bitmask_masks_what_llguidance_masks(vocab):
+    """engines.constraint.apply_bitmask_ (eager: no C++ build at engine start) against llguidance's
+    own NumPy kernel, on random masks; a vocabulary past the mask's words is masked too."""
+    import llguidance.numpy
+    import numpy as np
+    import torch
+
+    from engines.constraint import apply_bitmask_
+
+    g = torch.Generator().manual_seed(vocab)
+    for _ in range(3):
+        mask = torch.randint(-2**31, 2**31 - 1, (2, (vocab + 31) // 32), dtype=torch.int32, generator=g)
+        logits = torch.randn(2, vocab, generator=g)
+        expected = logits.numpy().copy()
+        llguidance.numpy.apply_token_bitmask_inplace(expected, mask.numpy())
+        apply_bitmask_(logits, mask)
+        assert np.array_equal(logits.numpy(), expected)
+    wider = torch.zeros(1, 2048 + 40)
+    apply_bitmask_(wider, torch.full((1, 64), -1, dtype=torch.int32))
+    assert torch.isinf(wider[0, 2048:]).all() and not torch.isinf(wider[0, :2048]).any()
