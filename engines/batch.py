@@ -9,7 +9,8 @@ positions only, so a row gets the same result alone or in a batch.
   returns next-token logits (tied `lm_head` with final-logit soft-capping): prefill,
   canvas commit and AR steps.
 - `denoise(canvas, ...)`: one bidirectional decoder pass over a canvas that reads the
-  cache read-only; returns the canvas logits.
+  cache read-only; returns the canvas logits. The previous step's self-conditioning comes in as
+  embeddings (B, C, H) (`engines.logits`), not as the library's (B, C, V) logits.
 """
 
 from __future__ import annotations
@@ -17,12 +18,7 @@ from __future__ import annotations
 import torch
 from transformers import DiffusionGemmaForBlockDiffusion, DynamicCache
 
-
-def soft_capped_logits(model: DiffusionGemmaForBlockDiffusion, hidden: torch.Tensor) -> torch.Tensor:
-    """Next-token logits from hidden states, exactly as the model's forward() does for the canvas."""
-    logits = model.lm_head(hidden).float()  # (B, L, V)
-    cap = model.final_logit_softcapping
-    return torch.tanh(logits / cap) * cap if cap else logits
+from engines.logits import self_conditioned_by, soft_capped_logits
 
 
 class SequenceBatch:
@@ -82,21 +78,23 @@ class SequenceBatch:
     def denoise(
         self,
         canvas: torch.Tensor,
-        self_conditioning_logits: torch.Tensor | None,
+        self_conditioning: torch.Tensor | None,
         inputs: tuple[torch.Tensor, dict] | None = None,
     ) -> torch.Tensor:
-        """One decoder pass over `canvas` (B, C) after each row's tokens; returns logits (B, C, V).
+        """One decoder pass over `canvas` (B, C) after each row's tokens; returns logits (B, C, V),
+        float32, soft-capped: what the model's forward() returns for a canvas. `self_conditioning`
+        is `engines.logits.self_conditioning_embeddings` of the previous step (None on the first).
         `inputs` is `canvas_inputs(C)`, passed in to reuse it across steps."""
         positions, mask_mapping = inputs or self.canvas_inputs(canvas.shape[1])
-        out = self.model(
-            decoder_input_ids=canvas,
-            cache=self.cache,
-            self_conditioning_logits=self_conditioning_logits,
-            decoder_attention_mask=mask_mapping,
-            decoder_position_ids=positions,
-        )
+        with self_conditioned_by(self.model, self_conditioning):
+            out = self.model.model.decoder(
+                decoder_input_ids=canvas,
+                cache=self.cache,
+                decoder_attention_mask=mask_mapping,
+                decoder_position_ids=positions,
+            )
         self.decoder_calls += 1
-        return out.logits  # (B, C, V), float32, soft-capped
+        return soft_capped_logits(self.model, out.last_hidden_state)  # (B, C, V)
 
     def keep_slots(self, length: int) -> None:
         """Forget every cache slot from `length` on (rejected draft tokens)."""

@@ -4,7 +4,13 @@ One denoising step follows transformers' `DiffusionGemmaGenerationMixin._denoisi
 decoder pass -> linear temperature schedule -> sample every position -> the entropy-bound
 sampler accepts low-entropy positions and renoises the rest -> stable-and-confident stop
 check -> the step's logits become the next step's self-conditioning. The committed canvas is
-the argmax canvas, as in the library. What differs from `generate()`:
+the argmax canvas, as in the library, and a request decodes to the library's tokens. What
+differs from `generate()`:
+
+- the step's logits (B, C, V) are its only vocabulary-wide tensor: temperature is applied in
+  place, and the draws, the entropies (once, for the sampler and the stop rule) and the next
+  step's self-conditioning embeddings are computed slice by slice (`engines.logits`); the
+  library holds several such tensors at once (about 2 GiB each at vocabulary 262,144, batch 8);
 
 - the canvas size is per request (<= `config.canvas_length`), so a short answer need not
   pay for a 256-token canvas;
@@ -21,19 +27,14 @@ from __future__ import annotations
 
 import copy
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
-from torch.distributions import Distribution
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-    LinearTemperatureScheduleLogitsProcessor,
-    StableAndConfidentStoppingCriteria,
-)
 
 from engines.batch import SequenceBatch, prefill
+from engines.logits import self_conditioning_embeddings, token_entropy
 from engines.rows import Admit, Row, retire
-from engines.sampling import RowSeededEntropyBoundSampler
+from engines.sampling import RowSeededEntropyBoundSampler, StableAndConfident, schedule_temperature
 
 
 @dataclass(frozen=True)
@@ -50,20 +51,7 @@ class BlockParams:
     seeded: bool = False  # skeleton-seeded canvases (engines.seeded): rows with a skeleton batch apart
 
 
-@contextmanager
-def unchecked_distributions():
-    """The library's sampler and stopping rule build `torch.distributions.Categorical` twice a step;
-    its argument validation is a debug check that costs a few percent of a step on a CPU."""
-    previous = Distribution._validate_args
-    Distribution.set_default_validate_args(False)
-    try:
-        yield
-    finally:
-        Distribution.set_default_validate_args(previous)
-
-
 @torch.inference_mode()
-@unchecked_distributions()
 def denoise_canvas(
     batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams, greedy: bool = False,
     abandon_above: float | None = None,
@@ -76,13 +64,12 @@ def denoise_canvas(
     B, C, device = batch.size, params.canvas, batch.mask.device
     vocab = batch.model.config.text_config.vocab_size
     sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators, greedy)
-    temperature = LinearTemperatureScheduleLogitsProcessor(params.t_min, params.t_max, params.steps)
-    stop = StableAndConfidentStoppingCriteria(params.stability_threshold, params.confidence_threshold)
+    stop = StableAndConfident(params.stability_threshold, params.confidence_threshold)
 
     inputs = batch.canvas_inputs(C)  # positions and masks, fixed for this canvas
     current = sampler.initialize_canvas(B, device)  # (B, C) uniform noise
     argmax = current
-    self_conditioning = None
+    self_conditioning = None  # (B, C, H) embeddings of the last step's logits
     done = torch.zeros(B, dtype=torch.bool, device=device)
     abandoned = torch.zeros(B, dtype=torch.bool, device=device)
     steps = torch.zeros(B, dtype=torch.long, device=device)
@@ -92,18 +79,20 @@ def denoise_canvas(
         logits = batch.denoise(current, self_conditioning, inputs)  # (B, C, V)
         if abandon_above is not None and remaining == params.steps:
             abandoned = head_entropy(logits) > abandon_above
-        logits = temperature(None, logits, cur_step=remaining)
-        sampled = sampler.sample(torch.softmax(logits, dim=-1))  # (B, C)
+        logits.div_(schedule_temperature(params.t_min, params.t_max, params.steps, remaining))
+        sampled = sampler.sample(logits)  # (B, C)
         new_argmax = logits.argmax(-1)  # (B, C)
-        accepted = sampler.accept_canvas(current, sampled, logits, remaining)
+        entropy = token_entropy(logits)  # (B, C)
+        accepted = sampler.accept_by_entropy(current, sampled, entropy)
         new_current = sampler.renoise_canvas(accepted, remaining)
+        conditioning = self_conditioning_embeddings(batch.model, logits)  # (B, C, H)
+        del logits  # before the next step's logits exist
         if done.any():  # rows that already stopped keep their canvas and self-conditioning
             new_argmax = torch.where(done[:, None], argmax, new_argmax)
             new_current = torch.where(done[:, None], current, new_current)
-            logits = torch.where(done[:, None, None], self_conditioning, logits)
-        done |= stop(new_argmax, logits) | abandoned
-        argmax, current = new_argmax, new_current
-        self_conditioning = logits.to(batch.model.model.decoder.embed_tokens.weight.dtype)
+            conditioning = torch.where(done[:, None, None], self_conditioning, conditioning)
+        done |= stop(new_argmax, entropy.mean(-1)) | abandoned
+        argmax, current, self_conditioning = new_argmax, new_current, conditioning
         if done.all():
             break
     return argmax, steps, abandoned

@@ -4,8 +4,10 @@ Each request owns a `torch.Generator` seeded from its `seed`, and every random d
 comes from that row's generator only. So a request decodes to the same tokens alone or in any
 batch, and at batch 1 the draws happen in the same order as in transformers' `generate()`.
 
-- Block mode reuses the library's `EntropyBoundSampler` (accept/renoise) and
-  `LinearTemperatureScheduleLogitsProcessor`; only canvas noise is drawn per row here.
+- Block mode follows the library's `EntropyBoundSampler` (accept/renoise),
+  `LinearTemperatureScheduleLogitsProcessor` and `StableAndConfidentStoppingCriteria`; canvas noise
+  and token draws are per row, and the entropies the sampler and the stop rule both read are computed
+  once per step, slice by slice (`engines.logits`), instead of once each over the whole (B, C, V).
 - AR and verified modes use the library's temperature / top-k / top-p logits warpers.
 """
 
@@ -16,7 +18,10 @@ from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWa
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     EntropyBoundSampler,
     EntropyBoundSamplerConfig,
+    StableAndConfidentStoppingCriteria,
 )
+
+from engines.logits import sample_tokens
 
 GREEDY_BELOW = 1e-4  # temperatures under this are greedy (the argmax is what they would sample anyway)
 
@@ -51,14 +56,45 @@ class RowSeededEntropyBoundSampler(EntropyBoundSampler):
             canvas[b] = torch.randint(0, self.vocab_size, (self.canvas_length,), generator=self.generators[b], device=device)
         return canvas
 
-    def sample(self, probs: torch.Tensor) -> torch.LongTensor:
-        """One token per canvas position from `probs` (B, C, V), for active rows; inactive rows get 0."""
-        if self.greedy:
-            return probs.argmax(-1) * self.active[:, None].to(probs.device)
-        out = torch.zeros(probs.shape[:2], dtype=torch.long, device=probs.device)
+    def sample(self, logits: torch.Tensor) -> torch.LongTensor:
+        """One token per canvas position from the step's logits (B, C, V) as the library draws it
+        (`multinomial` over their softmax), for active rows; inactive rows get 0."""
+        out = torch.zeros(logits.shape[:2], dtype=torch.long, device=logits.device)
         for b in torch.nonzero(self.active).flatten().tolist():
-            out[b] = torch.multinomial(probs[b], num_samples=1, generator=self.generators[b]).squeeze(-1)
+            out[b] = sample_tokens(logits[b], self.generators[b], self.greedy)
         return out
+
+    def accept_by_entropy(self, current: torch.LongTensor, sampled: torch.LongTensor, entropy: torch.Tensor) -> torch.LongTensor:
+        """The library's `accept_canvas` given the positions' entropies (B, C): accept the k
+        lowest-entropy positions with sum - max <= the entropy bound; the rest keep `current`."""
+        ordered, order = torch.sort(entropy, dim=-1, descending=False)
+        chosen = torch.cumsum(ordered, dim=-1) - ordered <= self.entropy_bound
+        self.accepted_token_mask = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
+        return torch.where(self.accepted_token_mask, sampled, current)
+
+
+class StableAndConfident(StableAndConfidentStoppingCriteria):
+    """The library's stop rule (the argmax canvas unchanged for `stability_threshold` steps and a
+    mean entropy under `confidence_threshold`) given the step's mean entropy per row (B,), which the
+    caller has already computed for the sampler."""
+
+    def __call__(self, argmax_canvas: torch.LongTensor, mean_entropy: torch.Tensor) -> torch.BoolTensor:
+        if self.stability_threshold == 0:
+            stable = torch.ones(argmax_canvas.shape[0], dtype=torch.bool, device=argmax_canvas.device)
+        else:
+            if self.argmax_canvas_history is None:
+                self.argmax_canvas_history = torch.full((self.stability_threshold, *argmax_canvas.shape), -1,
+                                                        dtype=argmax_canvas.dtype, device=argmax_canvas.device)
+            stable = (self.argmax_canvas_history == argmax_canvas[None]).all(dim=-1).all(dim=0)
+            self.argmax_canvas_history = torch.roll(self.argmax_canvas_history, shifts=-1, dims=0)
+            self.argmax_canvas_history[-1] = argmax_canvas
+        return stable & (mean_entropy < self.confidence_threshold)
+
+
+def schedule_temperature(t_min: float, t_max: float, steps: int, remaining: int) -> float:
+    """`LinearTemperatureScheduleLogitsProcessor`'s temperature with `remaining` of `steps` steps
+    left; the step divides its logits by it in place."""
+    return t_min + (t_max - t_min) * (remaining / steps)
 
 
 def choose_tokens(

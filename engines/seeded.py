@@ -19,14 +19,11 @@ from __future__ import annotations
 import time
 
 import torch
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-    LinearTemperatureScheduleLogitsProcessor,
-    StableAndConfidentStoppingCriteria,
-)
 
 from engines.batch import prefill
+from engines.logits import sample_tokens, self_conditioning_embeddings, token_entropy
 from engines.rows import Row
-from engines.sampling import RowSeededEntropyBoundSampler
+from engines.sampling import RowSeededEntropyBoundSampler, StableAndConfident, schedule_temperature
 from engines.skeleton import MAX_CAPACITY, CanvasLayout, Fixed, SlotSpan
 
 KINDS = ("fixed", "string", "integer", "number", "enum", "json")
@@ -75,21 +72,23 @@ class Seeding:
         self.index = index.to(device)  # (B, S)
         self.slot_positions = torch.tensor(self.lengths, device=device).clamp(min=1)  # (B,)
 
-    def constrain(self, logits: torch.Tensor) -> torch.Tensor:
-        """Slot rules on the decoder's logits (B, C, V); fixed and enum positions become one-hot."""
+    def constrain_(self, logits: torch.Tensor) -> torch.Tensor:
+        """Slot rules on the decoder's logits (B, C, V), in place, row by row: tokens a slot may not
+        write get -inf; fixed and enum positions become one-hot (0 on their token, -inf elsewhere)."""
         V = logits.shape[-1]
-        allowed = self.allowed[:, :V][self.kinds]  # (B, C, V)
-        logits = logits.masked_fill(~allowed, float("-inf"))
         tokens = self.tokens.clone()
         one_hot = self.fixed.clone()
         for j, lay in enumerate(self.layouts):
+            logits[j].masked_fill_(~self.allowed[:, :V][self.kinds[j]], float("-inf"))  # (C, V) rule for row j
             for span in lay.spans:
                 if span.slot.kind == "enum":
                     tokens[j, span.start : span.end] = torch.tensor(best_choice(span, logits[j], lay.filler), device=tokens.device)
                     one_hot[j, span.start : span.end] = True
-        certain = torch.full_like(logits, float("-inf")).scatter_(-1, tokens[..., None], 0.0)  # (B, C, V)
+        rows, positions = torch.nonzero(one_hot, as_tuple=True)
+        logits[rows, positions] = float("-inf")
+        logits[rows, positions, tokens[rows, positions]] = 0.0
         self.step_tokens, self.step_fixed = tokens, one_hot
-        return torch.where(one_hot[..., None], certain, logits)
+        return logits
 
     def clamp(self, canvas: torch.Tensor) -> torch.Tensor:
         """`canvas` (B, C) with the fixed (and this step's enum) tokens in place."""
@@ -110,29 +109,6 @@ def best_choice(span: SlotSpan, logits: torch.Tensor, filler: int) -> list[int]:
     return best
 
 
-class SlotStop(StableAndConfidentStoppingCriteria):
-    """The library's stable-and-confident rule with the mean entropy over slot positions only."""
-
-    def __init__(self, stability_threshold: int, confidence_threshold: float, seeding: Seeding):
-        super().__init__(stability_threshold, confidence_threshold)
-        self.seeding = seeding
-
-    def __call__(self, argmax_canvas: torch.LongTensor, logits: torch.Tensor, **kwargs) -> torch.BoolTensor:
-        # stability exactly as the parent tracks it (its confidence check would cost a second entropy pass)
-        if self.stability_threshold == 0:
-            stable = torch.ones(logits.shape[0], device=logits.device, dtype=torch.bool)
-        else:
-            if self.argmax_canvas_history is None:
-                self.argmax_canvas_history = torch.full((self.stability_threshold, *argmax_canvas.shape), -1,
-                                                        dtype=argmax_canvas.dtype, device=argmax_canvas.device)
-            stable = (self.argmax_canvas_history == argmax_canvas[None]).all(dim=-1).all(dim=0)
-            self.argmax_canvas_history = torch.roll(self.argmax_canvas_history, shifts=-1, dims=0)
-            self.argmax_canvas_history[-1] = argmax_canvas
-        entropy = torch.distributions.Categorical(logits=logits).entropy()  # (B, S) over slot positions
-        entropy = entropy.masked_fill(self.seeding.step_fixed.gather(1, self.seeding.index), 0.0)  # enum slots and padding: one-hot
-        return stable & (entropy.sum(-1) / self.seeding.slot_positions < self.confidence_threshold)
-
-
 class SlotSampler(RowSeededEntropyBoundSampler):
     """The row-seeded entropy-bound sampler over each row's slot positions (B, S): row b draws
     noise and samples for its first `lengths[b]` positions only, whatever else shares the batch."""
@@ -147,28 +123,20 @@ class SlotSampler(RowSeededEntropyBoundSampler):
             canvas[b, : self.lengths[b]] = torch.randint(0, self.vocab_size, (self.lengths[b],), generator=self.generators[b], device=device)
         return canvas
 
-    def sample(self, probs: torch.Tensor) -> torch.LongTensor:
-        out = torch.zeros(probs.shape[:2], dtype=torch.long, device=probs.device)
-        for b in torch.nonzero(self.active).flatten().tolist():
-            n = self.lengths[b]
-            if n:
-                out[b, :n] = torch.multinomial(probs[b, :n], num_samples=1, generator=self.generators[b]).squeeze(-1)
-        return out
-
 
 @torch.inference_mode()
 def denoise_seeded(batch, generators: list[torch.Generator], params, seeding: Seeding) -> tuple[torch.Tensor, torch.Tensor]:
     """`engines.block.denoise_canvas` for seeded canvases: the decoder sees the whole canvas, while
     sampling, acceptance, renoising and the stop rule run over the slot positions (B, S) only,
-    the skeleton being fixed. Returns the argmax canvas (B, C) and the steps each row took (B,)."""
-    from engines.block import unchecked_distributions
-
+    the skeleton being fixed. Each row's slot logits (S, V) are taken one row at a time, so the
+    step's logits stay its only (B, C, V) tensor. The stop rule's mean entropy is over slot
+    positions only (fixed positions have none and would make any canvas look confident).
+    Returns the argmax canvas (B, C) and the steps each row took (B,)."""
     B, C = seeding.tokens.shape
     S, device = seeding.index.shape[1], seeding.tokens.device
     vocab = batch.model.config.text_config.vocab_size
     sampler = SlotSampler(params.entropy_bound, seeding.lengths, S, vocab, generators)
-    temperature = LinearTemperatureScheduleLogitsProcessor(params.t_min, params.t_max, params.steps)
-    stop = SlotStop(params.stability_threshold, params.confidence_threshold, seeding)
+    stop = StableAndConfident(params.stability_threshold, params.confidence_threshold)
 
     def full(slots: torch.Tensor) -> torch.Tensor:  # (B, S) slot tokens -> (B, C) canvas, skeleton in place
         return seeding.clamp(seeding.tokens.scatter(1, seeding.index, slots))
@@ -176,30 +144,37 @@ def denoise_seeded(batch, generators: list[torch.Generator], params, seeding: Se
     inputs = batch.canvas_inputs(C)
     current = sampler.initialize_canvas(B, device)  # (B, S) uniform noise in the slots
     argmax = current
-    self_conditioning = None
+    self_conditioning = None  # (B, C, H)
     done = torch.zeros(B, dtype=torch.bool, device=device)
     steps = torch.zeros(B, dtype=torch.long, device=device)
-    gather = seeding.index[..., None].expand(B, S, vocab)
-    with unchecked_distributions():
-        for remaining in reversed(range(1, params.steps + 1)):
-            steps += ~done
-            sampler.active = ~done
-            logits = seeding.constrain(batch.denoise(full(current), self_conditioning, inputs))  # (B, C, V)
-            logits = temperature(None, logits, cur_step=remaining)
-            slot_logits = logits[..., :vocab].gather(1, gather)  # (B, S, V)
-            sampled = sampler.sample(torch.softmax(slot_logits, dim=-1))
-            new_argmax = slot_logits.argmax(-1)  # (B, S)
-            accepted = sampler.accept_canvas(current, sampled, slot_logits, remaining)
-            new_current = sampler.renoise_canvas(accepted, remaining)
-            if done.any():  # rows that already stopped keep their canvas and self-conditioning
-                new_argmax = torch.where(done[:, None], argmax, new_argmax)
-                new_current = torch.where(done[:, None], current, new_current)
-                logits = torch.where(done[:, None, None], self_conditioning, logits)
-            done |= stop(new_argmax, slot_logits)
-            argmax, current = new_argmax, new_current
-            self_conditioning = logits.to(batch.model.model.decoder.embed_tokens.weight.dtype)
-            if done.all():
-                break
+    for remaining in reversed(range(1, params.steps + 1)):
+        steps += ~done
+        sampler.active = ~done
+        logits = seeding.constrain_(batch.denoise(full(current), self_conditioning, inputs))  # (B, C, V)
+        logits.div_(schedule_temperature(params.t_min, params.t_max, params.steps, remaining))
+        sampled = torch.zeros(B, S, dtype=torch.long, device=device)
+        new_argmax = torch.zeros(B, S, dtype=torch.long, device=device)
+        entropy = torch.zeros(B, S, dtype=logits.dtype, device=device)
+        for b in range(B):
+            slot_logits = logits[b, :, :vocab].index_select(0, seeding.index[b])  # (S, V): row b's slots
+            n = seeding.lengths[b]
+            if n and sampler.active[b]:  # a row draws for its own slots only, as it would alone
+                sampled[b, :n] = sample_tokens(slot_logits[:n], generators[b])
+            new_argmax[b] = slot_logits.argmax(-1)
+            entropy[b] = token_entropy(slot_logits)
+        accepted = sampler.accept_by_entropy(current, sampled, entropy)
+        new_current = sampler.renoise_canvas(accepted, remaining)
+        conditioning = self_conditioning_embeddings(batch.model, logits)  # (B, C, H)
+        del logits
+        if done.any():  # rows that already stopped keep their canvas and self-conditioning
+            new_argmax = torch.where(done[:, None], argmax, new_argmax)
+            new_current = torch.where(done[:, None], current, new_current)
+            conditioning = torch.where(done[:, None, None], self_conditioning, conditioning)
+        slot_entropy = entropy.masked_fill(seeding.step_fixed.gather(1, seeding.index), 0.0)  # enum slots and padding: one-hot
+        done |= stop(new_argmax, slot_entropy.sum(-1) / seeding.slot_positions)
+        argmax, current, self_conditioning = new_argmax, new_current, conditioning
+        if done.all():
+            break
     return full(argmax), steps
 
 

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from engines.batch import SequenceBatch, soft_capped_logits
+from engines.batch import SequenceBatch
+from engines.logits import soft_capped_logits
 from tests.engines.factories import PROMPTS, chat
 
 

@@ -1,0 +1,105 @@
+"""Vocabulary-wide arithmetic in bounded memory: what a canvas step does with its logits.
+
+At DiffusionGemma's vocabulary (262,144) one canvas step's logits (B, C, V) are 268 MB per row in
+fp32, and the library's step builds several more tensors of that shape (soft-capping, softmax for
+sampling, the exponential draw inside `multinomial`, two Categorical entropies, the
+self-conditioning softmax). Here the logits are the only (B, C, V) tensor: soft-capping is done in
+place, and every other vocabulary-wide quantity is computed over CHUNK_ELEMENTS-sized slices of
+positions and reduced at once to what the step keeps: tokens (B, C), entropies (B, C) and the
+self-conditioning embeddings (B, C, H).
+
+Each function computes the same numbers as the library's whole-tensor expression (tested bit for
+bit on CPU): the slices hold whole vocabulary rows, so every reduction runs over the same values in
+the same order, and random draws come from the row's generator in the same sequence. A slice holds
+at least two positions (a single row of 262,144 makes torch split the reduction across threads).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+
+CHUNK_ELEMENTS = 1 << 24  # floats per slice: 64 MB in fp32, 64 positions at vocabulary 262,144
+
+
+def slices(positions: int, vocab: int):
+    """Consecutive (start, end) position ranges whose slices hold about CHUNK_ELEMENTS floats."""
+    step = max(2, CHUNK_ELEMENTS // vocab)
+    for start in range(0, positions, step):
+        yield start, min(start + step, positions)
+
+
+def soft_capped_logits(model, hidden: torch.Tensor) -> torch.Tensor:
+    """`model.forward()`'s logits from hidden states (..., H): the tied lm_head, cast to fp32, then
+    `tanh(x / cap) * cap` in place. A model in another dtype writes its fp32 logits slice by slice,
+    so no half-precision copy of the whole tensor exists beside them."""
+    head = model.lm_head
+    if head.weight.dtype == torch.float32:
+        logits = head(hidden)
+    else:
+        flat = hidden.reshape(-1, hidden.shape[-1])
+        logits = torch.empty(flat.shape[0], head.weight.shape[0], dtype=torch.float32, device=hidden.device)
+        for start, end in slices(flat.shape[0], logits.shape[1]):
+            logits[start:end] = head(flat[start:end])
+        logits = logits.view(*hidden.shape[:-1], -1)
+    cap = model.final_logit_softcapping
+    if cap:
+        logits.div_(cap).tanh_().mul_(cap)
+    return logits
+
+
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """`torch.distributions.Categorical(logits=logits).entropy()`: (..., V) -> (...)."""
+    flat = logits.reshape(-1, logits.shape[-1])
+    out = torch.empty(flat.shape[0], dtype=logits.dtype, device=logits.device)
+    lowest = torch.finfo(logits.dtype).min
+    for start, end in slices(*flat.shape):
+        normalized = flat[start:end] - flat[start:end].logsumexp(-1, keepdim=True)
+        probs = torch.softmax(normalized, dim=-1)
+        out[start:end] = -normalized.clamp_(min=lowest).mul_(probs).sum(-1)
+    return out.view(logits.shape[:-1])
+
+
+def sample_tokens(logits: torch.Tensor, generator: torch.Generator, greedy: bool = False) -> torch.Tensor:
+    """One row's draw: `torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)` for
+    logits (C, V) -> tokens (C,). torch draws one sample by the exponential race, argmax(p / q) with
+    q ~ Exp(1) drawn over the whole (C, V) in order; drawn here slice by slice, the same numbers.
+    `greedy`: the most likely token of the same softmax, no draw."""
+    out = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
+    for start, end in slices(*logits.shape):
+        probs = torch.softmax(logits[start:end], dim=-1)
+        if not greedy:
+            probs.div_(torch.empty_like(probs).exponential_(1, generator=generator))
+        out[start:end] = probs.argmax(-1)
+    return out
+
+
+def self_conditioning_embeddings(model, logits: torch.Tensor) -> torch.Tensor:
+    """What the decoder makes of last step's logits (B, C, V) before its self-conditioning block:
+    softmax (in fp32) times the embedding matrix, times the embedding scale -> (B, C, H)."""
+    embed = model.model.decoder.embed_tokens
+    weight = embed.weight
+    flat = logits.reshape(-1, logits.shape[-1])
+    out = torch.empty(flat.shape[0], weight.shape[1], dtype=weight.dtype, device=logits.device)
+    for start, end in slices(*flat.shape):
+        probs = flat[start:end].to(weight.dtype).softmax(dim=-1, dtype=torch.float32).to(weight.dtype)
+        out[start:end] = torch.matmul(probs, weight)
+    return (out * embed.embed_scale.to(weight.dtype)).view(*logits.shape[:-1], -1)
+
+
+@contextmanager
+def self_conditioned_by(model, embeddings: torch.Tensor | None):
+    """Run the decoder with `embeddings` (B, C, H) as its self-conditioning signal: the library
+    takes last step's full logits and turns them into these inside its forward; a hook hands it
+    the embeddings computed above instead (the decoder is called without logits, so it would pass
+    zeros: the first step's signal). With None, the decoder runs as it is."""
+    if embeddings is None:
+        yield
+        return
+    block = model.model.decoder.self_conditioning
+    handle = block.register_forward_pre_hook(lambda module, args: (args[0], embeddings))
+    try:
+        yield
+    finally:
+        handle.remove()
