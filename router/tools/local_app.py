@@ -18,6 +18,11 @@ READY_TIMEOUT_S = 120.0
 # Serve kills a proxy that is not ready 5 s after it starts (its health check: 10 s); on a busy
 # 2-core machine a new proxy's imports alone can take longer, and the app never comes up.
 BUSY_MACHINE_SERVE_TIMEOUTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
+# Ray starts its workers at nice 15 so that its own daemons stay responsive; here the workers (Serve
+# replicas) are the work, and beside any process at nice 0 a nice-15 worker gets ~3% of a core (CFS
+# weights 1024 vs 36): on a loaded 2-core machine the test app took most of an hour to start.
+# Read by the raylet at start: `tandem serve` passes it to `serve run` too.
+WORKER_PRIORITY = {"RAY_worker_niceness": "0"}
 # The proxy's limits in serve_config.yaml's http_options (tests/hardening/test_slow_clients.py keeps them equal);
 # the header and body-arrival bounds live in the app itself (router/ingress.py, ReadLimits).
 HTTP_LIMITS = {"request_timeout_s": 300, "keep_alive_timeout_s": 90}
@@ -47,8 +52,8 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
     from router.app import build_app
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    for name, seconds in BUSY_MACHINE_SERVE_TIMEOUTS.items():  # read by the Serve controller Ray starts next
-        os.environ.setdefault(name, seconds)
+    for name, value in (BUSY_MACHINE_SERVE_TIMEOUTS | WORKER_PRIORITY).items():  # read by the raylet and Serve controller Ray starts next
+        os.environ.setdefault(name, value)
     ray.init(address="local" if new_cluster else None, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     port = port or free_port()

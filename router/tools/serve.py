@@ -47,7 +47,9 @@ def main(args) -> int:
     if serve_bin is None:
         print("tandem serve: Ray Serve's `serve` command is missing; install ray[serve]", file=sys.stderr)
         return 2
-    env = os.environ | {"RAY_USAGE_STATS_ENABLED": "0"}
+    from router.tools.local_app import WORKER_PRIORITY
+
+    env = WORKER_PRIORITY | os.environ | {"RAY_USAGE_STATS_ENABLED": "0"}
     port = config_port(config)
     print(f"serving {config}: the OpenAI endpoint will be at http://localhost:{port}/v1", flush=True)
     child = subprocess.Popen([serve_bin, "run", str(config)], env=env)
