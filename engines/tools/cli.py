@@ -38,6 +38,13 @@ def _lazy(module: str, func: str = "main"):
     return run
 
 
+def _lazy_shape_or(module: str):
+    """`tandem bench engines`: the checkpoint benchmark, or with --shape the random-weight one."""
+    def run(args):
+        return _lazy("engines.tools.bench_shape" if args.shape else module)(args)
+    return run
+
+
 def register(commands, bench_commands):
     """Add the engine-side subcommands; returns the `eval` subcommands, for the router's `eval structured`."""
     p = commands.add_parser("train", help="train the embedded tiny DiffusionGemma on the task suite (or fine-tune one)")
@@ -62,7 +69,12 @@ def register(commands, bench_commands):
     p.add_argument("--modes", default="reference,block,ar,verified", help="comma-separated subset to run (reference and ar are needed)")
     p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")
     p.add_argument("--acceptance-from", type=_existing_file, default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
-    p.set_defaults(func=_lazy("engines.tools.bench"))
+    p.add_argument("--shape", choices=["26b-a4b"], default=None, help="a random-weight model of a published checkpoint's shapes instead of a checkpoint (engines/configs)")
+    p.add_argument("--layers", type=_bounded(int, 1), default=None, help="with --shape: decoder layers (default: all of the checkpoint's)")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="bfloat16", help="with --shape: weight dtype")
+    p.add_argument("--device", default="cpu", help="with --shape: cpu or cuda[:N]")
+    p.add_argument("--batches", default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
+    p.set_defaults(func=_lazy_shape_or("engines.tools.bench"))
 
     p = bench_commands.add_parser("verified", help="adaptive verified decoding against AR, prompt by prompt: the suite and realistic prompts")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")

@@ -59,4 +59,5 @@ def peak_memory(device: str | torch.device = "cpu"):
             torch.cuda.synchronize(device)
             peak.peak_mb = torch.cuda.max_memory_allocated(device) / MB
         else:
-            peak.peak_mb = _status_kb("VmHWM") / 1024
+            # the kernel updates VmHWM lazily: it can trail a resident size read a moment earlier
+            peak.peak_mb = max(_status_kb("VmHWM") / 1024, resident_mb(), peak.before_mb)
