@@ -28,6 +28,7 @@ from engines.tools.peak_memory import MB, peak_memory
 from engines.types import GenerationRequest
 
 MODES = ("reference", "block", "ar", "verified")
+VLLM_ANCHOR_TOK_S = 1757  # vLLM's DiffusionGemma decode on one H100 (FP8, batch 1, 16 steps): docs/engines.md
 
 
 def shaped_engine(shape: str, layers: int | None, dtype: str, device: str, **text_overrides) -> DiffusionEngine:
@@ -99,6 +100,48 @@ def measure(engine: DiffusionEngine, modes: list[str], batches: list[int], steps
     return records
 
 
+def matmul_peak_tflops(device: str, dtype: torch.dtype, n: int = 8192, repeats: int = 5) -> float:
+    """The best of `repeats` (n x n) @ (n x n) products on `device`: the GPU's practical matmul peak."""
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        synchronize(device)
+        t0 = time.perf_counter()
+        a @ b
+        synchronize(device)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best / 1e12
+
+
+def block_step_flops(engine: DiffusionEngine, batch: int) -> float:
+    """FLOPs of one block-mode decoder step at `batch` on a full canvas (torch's FLOP counter)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from engines.batch import SequenceBatch
+
+    text, device = engine.config.text_config, engine.model.device
+    seq = SequenceBatch(engine.model, batch, device)
+    with torch.inference_mode():
+        seq.encode(torch.tensor(prompts(batch, 32, text.vocab_size), device=device), logits="none")
+        noise = torch.randint(0, text.vocab_size, (batch, engine.config.canvas_length), device=device)
+        with FlopCounterMode(display=False) as counter:
+            seq.denoise(noise, None)
+    return float(counter.get_total_flops())
+
+
+def utilization(engine: DiffusionEngine, records: list[dict], dtype: torch.dtype, device: str) -> dict:
+    """Block mode's share of the GPU's matmul peak per batch: one step's FLOPs over its time (a
+    record's ms per model call, the commit pass counted as one of them)."""
+    peak = matmul_peak_tflops(device, dtype)
+    shares = {}
+    for r in records:
+        if r["mode"] == "block":
+            tflop = block_step_flops(engine, r["batch"]) / 1e12
+            shares[r["batch"]] = {"step_tflop": tflop, "share_of_peak": tflop / (r["ms_per_call"] / 1000) / peak}
+    return {"matmul_peak_tflops": peak, "block": shares}
+
+
 def main(args) -> int:
     device, dtype = args.device, args.dtype
     if args.threads:
@@ -121,6 +164,7 @@ def main(args) -> int:
     steps = min(args.steps, 2) if args.quick else args.steps  # --quick: two denoising steps per canvas
     tokens = 16 if args.quick else engine.config.canvas_length
     records = measure(engine, modes, batches, steps, tokens, prompt_tokens=32, device=device)
+    gpu = utilization(engine, records, DTYPES[dtype], device) if torch.device(device).type == "cuda" else None
     print()
     print("| mode | batch | tokens/s | ms per call | peak MB | step loop / one logits tensor | vs generate() |")
     print("|---|---|---|---|---|---|---|")
@@ -128,11 +172,19 @@ def main(args) -> int:
         ratio = f"{r['ratio_vs_reference']:.2f}x" if r["ratio_vs_reference"] else "-"
         print(f"| {r['mode']} | {r['batch']} | {r['tokens_per_s']:.1f} | {r['ms_per_call']:.0f} | {r['peak_mem_mb']:.0f} "
               f"| {r['step_over_logits']:.2f}x | {ratio} |")
+    if gpu:
+        print(f"\n{dtype} matmul peak: {gpu['matmul_peak_tflops']:.0f} TFLOP/s")
+        for batch, u in gpu["block"].items():
+            print(f"block step, batch {batch}: {u['step_tflop']:.2f} TFLOP = {u['share_of_peak'] * 100:.1f}% of peak")
+        block1 = next((r for r in records if r["mode"] == "block" and r["batch"] == 1), None)
+        if block1:
+            print(f"block decode at batch 1: {block1['tokens_per_s']:.0f} tok/s = {block1['tokens_per_s'] / VLLM_ANCHOR_TOK_S:.2f}x "
+                  f"vLLM's {VLLM_ANCHOR_TOK_S} tok/s (one H100, FP8, 16 steps)")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "shape": args.shape, "layers": text.num_hidden_layers, "dtype": dtype, "device": device, "machine": machine,
             "torch": torch.__version__, "threads": torch.get_num_threads(), "steps": steps, "model_mb": model_mb,
-            "parameters_b": counts, "records": records,
+            "parameters_b": counts, "records": records, "gpu": gpu,
         }, indent=2))
         print(f"wrote {args.json}")
     return 0

@@ -45,21 +45,8 @@ def _lazy_shape_or(module: str):
     return run
 
 
-def register(commands, bench_commands):
-    """Add the engine-side subcommands; returns the `eval` subcommands, for the router's `eval structured`."""
-    p = commands.add_parser("train", help="train the embedded tiny DiffusionGemma on the task suite (or fine-tune one)")
-    p.add_argument("--out", default="runs/tandem-tiny", help="run directory: checkpoint, train_state.pt, train_log.jsonl")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    p.add_argument("--minutes", type=_bounded(float, 0, low_open=True), default=90.0, help="wall-clock budget, counted across resumes")
-    p.add_argument("--steps", type=_bounded(int, 1), default=None, help="step budget (default: the --minutes budget alone bounds the run and the lr decay)")
-    p.add_argument("--init", default=None, help="start from this checkpoint directory instead of from scratch")
-    p.add_argument("--lr", type=_bounded(float, 0, 1, low_open=True), default=2e-3, help="peak learning rate")
-    p.add_argument("--warmup", type=_bounded(int, 0), default=100, help="linear warm-up steps")
-    p.add_argument("--decay-frac", type=_bounded(float, 0, 1, low_open=True), default=0.15, help="final share of the run (steps, or minutes without --steps) with linear lr decay to 10%%")
-    p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=_lazy("engines.training.train"))
-
+def add_bench_engines(bench_commands) -> None:
+    """`tandem bench engines`: the library's generate() against block, AR and verified modes."""
     p = bench_commands.add_parser("engines", help="library generate() vs block, AR and verified modes, batch 1 and 8")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: a tiny random model)")
     p.add_argument("--quick", action="store_true", help="fewer prompts and repeats")
@@ -75,6 +62,35 @@ def register(commands, bench_commands):
     p.add_argument("--device", default="cpu", help="with --shape: cpu or cuda[:N]")
     p.add_argument("--batches", default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
     p.set_defaults(func=_lazy_shape_or("engines.tools.bench"))
+
+
+def main_bench_engines(argv: list[str] | None = None) -> int:
+    """`tandem bench engines` alone, without the rest of the CLI (scripts/gpu/check.sh runs it on a
+    machine that has only the engines' dependencies)."""
+    import sys
+
+    parser = argparse.ArgumentParser(prog="bench")
+    add_bench_engines(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["engines", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
+
+
+def register(commands, bench_commands):
+    """Add the engine-side subcommands; returns the `eval` subcommands, for the router's `eval structured`."""
+    p = commands.add_parser("train", help="train the embedded tiny DiffusionGemma on the task suite (or fine-tune one)")
+    p.add_argument("--out", default="runs/tandem-tiny", help="run directory: checkpoint, train_state.pt, train_log.jsonl")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--minutes", type=_bounded(float, 0, low_open=True), default=90.0, help="wall-clock budget, counted across resumes")
+    p.add_argument("--steps", type=_bounded(int, 1), default=None, help="step budget (default: the --minutes budget alone bounds the run and the lr decay)")
+    p.add_argument("--init", default=None, help="start from this checkpoint directory instead of from scratch")
+    p.add_argument("--lr", type=_bounded(float, 0, 1, low_open=True), default=2e-3, help="peak learning rate")
+    p.add_argument("--warmup", type=_bounded(int, 0), default=100, help="linear warm-up steps")
+    p.add_argument("--decay-frac", type=_bounded(float, 0, 1, low_open=True), default=0.15, help="final share of the run (steps, or minutes without --steps) with linear lr decay to 10%%")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_lazy("engines.training.train"))
+
+    add_bench_engines(bench_commands)
 
     p = bench_commands.add_parser("verified", help="adaptive verified decoding against AR, prompt by prompt: the suite and realistic prompts")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")

@@ -3,6 +3,9 @@
 import argparse
 import json
 
+import pytest
+import torch
+
 from engines.tools import bench_shape
 
 
@@ -19,3 +22,13 @@ def test_the_shape_benchmark_writes_a_record_per_mode_and_batch(tmp_path):
     for r in report["records"]:
         assert r["tokens_per_s"] > 0 and r["peak_mem_mb"] >= r["before_mb"] > 0
         assert r["output_tokens"] == r["batch"] * (256 if r["mode"] in ("reference", "block") else 16)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here: scripts/gpu/check.sh runs the GPU path where one is")
+def test_the_gpu_path_reports_its_share_of_the_matmul_peak(tmp_path):
+    out = tmp_path / "gpu.json"
+    args = argparse.Namespace(shape="26b-a4b", layers=2, dtype="bfloat16", device="cuda", threads=None, quick=True,
+                              steps=16, batches="1", modes="reference,block", json=str(out), text_overrides={})
+    assert bench_shape.main(args) == 0
+    gpu = json.loads(out.read_text())["gpu"]
+    assert gpu["matmul_peak_tflops"] > 0 and 0 < gpu["block"]["1"]["share_of_peak"] < 1

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The GPU check (issue 16): DiffusionGemma-26B-A4B's shapes with random weights in bf16 on one NVIDIA
+# GPU; block (16 denoising steps, as vLLM's published figure), AR and verified at batch 1, 4, 8 and 16
+# beside the library's generate(); tok/s, ms per model call, peak GPU memory -> $OUT/gpu_26b_a4b.json.
+#   scripts/gpu/wheels.sh                 # here: the wheels a machine without network needs
+#   scripts/gpu/check.sh [OUT] [LAYERS]   # there: LAYERS default 30 (the whole model); 2 for a smoke run
+# Needs torch with CUDA on the machine; installs what else is missing from scripts/gpu/wheels into a
+# venv that sees the machine's torch. Without a GPU it runs on the CPU at reduced depth (a dry run).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${1:-${OUT:-/tmp/tandem-gpu}}
+LAYERS=${2:-30}
+mkdir -p "$OUT"
+VENV=${TANDEM_GPU_VENV:-/tmp/tandem-gpu-venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv --system-site-packages "$VENV"
+PY="$VENV/bin/python"
+"$PY" -c "import torch" || { echo "gpu check: torch is not installed on this machine" >&2; exit 2; }
+"$PY" -c "import numpy" || { echo "gpu check: numpy is not installed on this machine" >&2; exit 2; }
+if ! "$PY" -c "import transformers, llguidance, yaml; from transformers import DiffusionGemmaForBlockDiffusion" 2>/dev/null; then
+  "$PY" -m pip install --quiet --no-index --find-links scripts/gpu/wheels "transformers==5.24.0" "llguidance==1.9.1" "pyyaml>=6" "jinja2>=3"
+fi
+DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
+if [ "$DEVICE" = cpu ]; then
+  echo "gpu check: no CUDA device; a dry run on the CPU at 2 layers, batches 1 and 2" >&2
+  LAYERS=2; BATCHES=1,2; EXTRA=(--quick --dtype float32)
+else
+  BATCHES=1,4,8,16; EXTRA=(--steps 16)
+  "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}: {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}')"
+fi
+PYTHONPATH=. "$PY" -c "from engines.tools.cli import main_bench_engines; raise SystemExit(main_bench_engines())" \
+  --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --batches "$BATCHES" "${EXTRA[@]}" --json "$OUT/gpu_26b_a4b.json" \
+  | tee "$OUT/gpu_26b_a4b.txt"
