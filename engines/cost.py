@@ -37,6 +37,9 @@ class CostProfile:
     # same way: 1.0 when drafts are right, more per wrong token; absent tasks: from their acceptance.
     verified_rounds_per_canvas: dict[str, float] = field(default_factory=dict)
     steps: int = 12  # the max denoising steps block_steps_by_task was measured at
+    # engine -> ms per prompt token of a prefill at batch 1 (`tandem bench prefix --write-profile`);
+    # what a prompt costs before its first token, and what the prefix cache saves. Absent: not priced.
+    prefill_ms_per_token: dict[str, float] = field(default_factory=dict)
     machine: str = ""  # where it was measured
     extra: dict = field(default_factory=dict)
 
@@ -78,28 +81,35 @@ class CostProfile:
         per_round = max(1.0, acceptance * canvas + 1)  # accepted prefix + the AR token
         return math.ceil(tokens / per_round) * (denoise + 2)
 
-    def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None = None) -> float:
-        """Estimated milliseconds to decode one request alone (batch 1)."""
+    def prefill_ms(self, engine: str, prompt_tokens: int, cached_tokens: float = 0.0) -> float:
+        """Milliseconds to encode a prompt of which `cached_tokens` come from the prefix cache."""
+        return max(0.0, prompt_tokens - cached_tokens) * self.prefill_ms_per_token.get(engine, 0.0)
+
+    def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None = None,
+                   prompt_tokens: int = 0, cached_tokens: float = 0.0) -> float:
+        """Estimated milliseconds to prefill (what is not cached) and decode one request alone (batch 1)."""
         engine = ENGINE_OF_MODE[mode]
-        return self.forwards(mode, tokens, steps, canvas or self.canvas, task) * self.forward_ms(engine, 1, canvas if engine == "block" else None)
+        decode = self.forwards(mode, tokens, steps, canvas or self.canvas, task) * self.forward_ms(engine, 1, canvas if engine == "block" else None)
+        return self.prefill_ms(engine, prompt_tokens, cached_tokens) + decode
 
     def finish_ms(
         self, mode: str, tokens: int, steps: int, canvas: int, queued: int, running: int, capacity: int, task: str | None = None,
-        backlog_ms: float | None = None,
+        backlog_ms: float | None = None, prompt_tokens: int = 0, cached_tokens: float = 0.0,
     ) -> float:
         """Estimated time until a request of `tokens` finishes in `mode` behind the given queue.
         With `backlog_ms` (the block engine's work ahead, a `Backlog`), block and verified work is
         priced as a serial server: the work ahead, then this request alone. A CPU gains almost
         nothing from batching canvases (a step's cost grows with rows x canvas), and a request
         only joins a running batch of its own canvas and steps, so it mostly waits its turn.
-        AR rows join the running batch at the next token and share its steps."""
+        AR rows join the running batch at the next token and share its steps. The prompt's prefill
+        (less what the prefix cache holds) is paid once, before the first token."""
         engine = ENGINE_OF_MODE[mode]
         if engine == "block" and backlog_ms is not None:
-            return backlog_ms + self.service_ms(mode, tokens, steps, canvas, task)
+            return backlog_ms + self.service_ms(mode, tokens, steps, canvas, task, prompt_tokens, cached_tokens)
         batch = min(capacity, running + queued + 1)
         service = self.forwards(mode, tokens, steps, canvas, task) * self.forward_ms(engine, batch, canvas if engine == "block" else None)
         waiting_rounds = max(0, running + queued + 1 - capacity) / capacity  # batches ahead of it
-        return service * (1 + waiting_rounds)
+        return service * (1 + waiting_rounds) + self.prefill_ms(engine, prompt_tokens, cached_tokens)
 
     def save(self, directory: str | Path) -> Path:
         path = Path(directory) / PROFILE_FILE
@@ -117,6 +127,7 @@ class CostProfile:
         raw["draft_ms_by_canvas"] = {int(c): {int(b): float(ms) for b, ms in v.items()} for c, v in raw.get("draft_ms_by_canvas", {}).items()}
         raw["block_steps_by_task"] = {t: float(s) for t, s in raw.get("block_steps_by_task", {}).items()}
         raw["verified_rounds_per_canvas"] = {t: float(s) for t, s in raw.get("verified_rounds_per_canvas", {}).items()}
+        raw["prefill_ms_per_token"] = {e: float(ms) for e, ms in raw.get("prefill_ms_per_token", {}).items()}
         return cls(**raw)
 
 

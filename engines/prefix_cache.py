@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import torch
 
-from engines.defaults import PREFIX_CACHE_TOKENS
+from engines.defaults import MIN_PREFIX_TOKENS, PREFIX_CACHE_TOKENS
 
-MIN_PREFIX_TOKENS = 64  # shorter heads cost less to encode than to look up and copy
+__all__ = ["DEFAULT_CACHE_TOKENS", "MIN_PREFIX_TOKENS", "Prefix", "PrefixCache"]
 DEFAULT_CACHE_TOKENS = PREFIX_CACHE_TOKENS  # prefix tokens kept per engine
 
 
@@ -45,10 +45,12 @@ class PrefixCache:
         self.hits = 0
         self.misses = 0
         self.reused_tokens = 0
+        self.looked_up_tokens = 0  # prefix tokens of every lookup, hit or miss: reused / looked up = what the cache saves
 
     def get(self, key: tuple[int, ...]) -> Prefix | None:
         """A private copy of the stored prefix (the caller extends it), or None."""
         with self._lock:
+            self.looked_up_tokens += len(key)
             entry = self._entries.get(key)
             if entry is None:
                 self.misses += 1
@@ -80,4 +82,5 @@ class PrefixCache:
     def stats(self) -> dict:
         with self._lock:
             return {"entries": len(self._entries), "tokens": self.tokens, "max_tokens": self.max_tokens,
-                    "hits": self.hits, "misses": self.misses, "reused_tokens": self.reused_tokens}
+                    "hits": self.hits, "misses": self.misses, "reused_tokens": self.reused_tokens,
+                    "looked_up_tokens": self.looked_up_tokens}

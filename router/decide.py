@@ -36,9 +36,10 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from engines.defaults import MIN_PREFIX_TOKENS
 from engines.types import ENGINE_OF_MODE, MODES
 from router.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
-from router.features import extract_features
+from router.features import PromptSize, extract_features, prompt_size
 from router.routing_view import EngineView
 from router.types import Decision, Prediction, RouteRequest
 
@@ -95,6 +96,7 @@ class Router:
         pred = self.predict(req)
         tokens = min(pred.predicted_tokens, req.max_tokens) if req.max_tokens else pred.predicted_tokens
         task, conf = pred.task, pred.confidence
+        prompt = prompt_size(req.messages, req.tools)
         moved = False
         if forced is not None:
             mode, rule = forced, _FORCED_RULES[forced_by]
@@ -120,7 +122,7 @@ class Router:
                         mode, rule, moved = alt, "load", True
                         break
             if la.enabled and la.cost_aware and self.cost is not None and view:
-                faster = self._faster_at_equal_quality(mode, tokens, policy, task, view)
+                faster = self._faster_at_equal_quality(mode, tokens, policy, task, view, prompt)
                 if faster is not None:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
@@ -143,9 +145,10 @@ class Router:
             mode=mode, canvas=canvas, steps=steps, reason=why, rule=rule, task=task, predicted_tokens=int(tokens),
             confidence=round(conf, 4), policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
             load_aware=moved, request_id=req.request_id, structured=req.structured,
+            prompt_tokens=prompt.tokens, prefix_tokens=prompt.head_tokens,
         )
 
-    def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView]):
+    def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize):
         """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
         least `min_gain` times faster than `mode`, else None. Verified and AR always count as equal
         (lossless); block joins them for the policy's equal_quality_tasks, within the policy's block
@@ -157,7 +160,7 @@ class Router:
         steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
 
         def estimate(m: str) -> float | None:
-            raw = self.finish_estimate(m, tokens, steps, canvas, task, view)
+            raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt)
             return None if raw is None else raw * view[ENGINE_OF_MODE[m]].factor(m, task)
 
         here = estimate(mode)
@@ -169,14 +172,18 @@ class Router:
         return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
 
     def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None,
-                        view: Mapping[str, EngineView] | None) -> float | None:
+                        view: Mapping[str, EngineView] | None, prompt: PromptSize | None = None) -> float | None:
         """Milliseconds until a request would finish in `mode` given the view, by the cost profile
-        alone (None without a profile or a reachable engine); `decide` applies the calibration."""
+        alone (None without a profile or a reachable engine); `decide` applies the calibration.
+        The prompt's prefill is priced less what the engine's prefix cache is expected to hold:
+        its head (all but the last message) times the share of prefix tokens that engine has reused."""
         e = view.get(ENGINE_OF_MODE[mode]) if view else None
         if self.cost is None or e is None or not e.reachable:
             return None
+        prompt = prompt or PromptSize(0, 0)
+        cached = prompt.head_tokens * e.prefix_reuse if prompt.head_tokens >= MIN_PREFIX_TOKENS else 0.0
         return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, e.queued, e.running, max(1, e.capacity),
-                                   task, backlog_ms=e.backlog_ms)
+                                   task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached)
 
     @staticmethod
     def _forced(req: RouteRequest, policy, override) -> tuple[str | None, str | None]:

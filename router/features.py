@@ -17,6 +17,7 @@ Bump FEATURE_VERSION whenever any of this changes: a model trained on other feat
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -48,6 +49,21 @@ _CODE = re.compile(r"```|^\s*(?:def |class |for |if |return |import |SELECT |con
 def approx_tokens(text: str) -> int:
     """Rough token count: characters / 4 (at least 1 for non-empty text)."""
     return (len(text) + 3) // 4
+
+
+@dataclass(frozen=True)
+class PromptSize:
+    """A request's prompt, roughly: what the cost model prices its prefill by."""
+
+    tokens: int  # all messages and the tool declarations
+    head_tokens: int  # all but the last message: what an agent's next turn sends again (the prefix cache's key)
+
+
+def prompt_size(messages: list[dict], tools: list | None = None) -> PromptSize:
+    """`approx_tokens` of the messages' text (and the tools' JSON, rendered in the system turn)."""
+    tool_tokens = approx_tokens(json.dumps(tools)) if tools else 0
+    sizes = [approx_tokens(content_text(m.get("content"))) for m in messages]
+    return PromptSize(tokens=sum(sizes) + tool_tokens, head_tokens=sum(sizes[:-1]) + tool_tokens if len(sizes) > 1 else 0)
 
 
 def content_text(content: Any) -> str:

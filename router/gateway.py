@@ -32,6 +32,7 @@ from router.answers import closing_chunks, delta_chunks, whole_answer
 from router.openai_api import DONE, chat_chunk, new_id, sse
 from router.calls import Call
 from router.decision_feed import DecisionFeed, feed_entry
+from router.features import PromptSize
 from router.routing_view import RoutingView, Ticket
 from router.schemas import check_off_loop
 from router.telemetry import engine_span
@@ -220,8 +221,9 @@ class Gateway:
         if cost is not None:
             tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
             steps = gen.max_denoising_steps or cost.steps
-            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, self.view.view())
-            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task)
+            prompt = PromptSize(decision.prompt_tokens, decision.prefix_tokens)
+            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, self.view.view(), prompt)
+            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt_tokens=prompt.tokens)
         return self.view.dispatched(gen, estimate, service, task=decision.task)
 
     # ---- streaming ----------------------------------------------------------------------------------------

@@ -41,10 +41,18 @@ class EngineView:
     # (mode, task) -> observed / estimated time of that mode's recent requests of that task, once
     # there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
     by_task: dict[tuple[str, str], float] = field(default_factory=dict)
+    prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.prefix_cache)
 
     def factor(self, mode: str, task: str | None) -> float:
         """How much longer than the cost profile's estimate a `mode` request of `task` takes here."""
         return self.by_task.get((mode, task), self.calibration) if task else self.calibration
+
+
+def prefix_reuse(stats: dict) -> float:
+    """An engine's prefix-cache reuse so far: reused / looked-up prefix tokens (0 with no cache or no lookups)."""
+    cache = (stats or {}).get("prefix_cache") or {}
+    looked_up = cache.get("looked_up_tokens", 0)
+    return cache.get("reused_tokens", 0) / looked_up if looked_up else 0.0
 
 
 @dataclass
@@ -142,7 +150,8 @@ class RoutingView:
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
                                    calibration=self.calibration[name].factor,
                                    backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
-                                   by_task={k: c.factor for k, c in self.by_task.items() if ENGINE_OF_MODE[k[0]] == name and c.count >= TASK_EVIDENCE})
+                                   by_task={k: c.factor for k, c in self.by_task.items() if ENGINE_OF_MODE[k[0]] == name and c.count >= TASK_EVIDENCE},
+                                   prefix_reuse=prefix_reuse(load.stats))
         return out
 
     # ---- what this gateway sends ----------------------------------------------------------------------

@@ -68,6 +68,8 @@ class Decision(BaseModel):
     load_aware: bool = Field(False, description="Whether queue load moved the request off its first-choice mode.")
     request_id: str = Field("", description="The request's id.")
     structured: Literal["tools", "json_schema", "json_object"] | None = Field(None, description="The request's output grammar, if any.")
+    prompt_tokens: int = Field(0, description="Approximate prompt tokens (messages and tools): the cost model prices their prefill.")
+    prefix_tokens: int = Field(0, description="Approximate tokens before the last message: what an engine's prefix cache may hold.")
 
     def headers(self) -> dict[str, str]:
         """Response headers the gateway adds."""

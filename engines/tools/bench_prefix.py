@@ -8,6 +8,10 @@ message). Reported per prefix length and mode: time to first token (a 1-token an
 prefill and one step) and throughput of a 64-token answer, each a median over the turns, their
 ratios, the one-off cost of filling the cache (the first turn, which encodes the prefix alone
 and then the rest), and whether both engines wrote the same tokens (they must).
+
+`--write-profile` records what a prompt token of prefill costs (the AR records' time to first token
+without reuse less with reuse, over the prefix tokens reused) in the checkpoint's cost profile, so
+the router prices a prompt's prefill, and what an engine's prefix cache saves of it.
 """
 
 from __future__ import annotations
@@ -121,7 +125,29 @@ def main(args) -> int:
         print(f"| {r['prefix_tokens']} | {r['prompt_tokens']} | {r['mode']} | {r['ttft_ms_cold']:.0f} | {r['ttft_ms_reused']:.0f} "
               f"| {r['ttft_speedup']:.2f}x | {r['ttft_ms_fill']:.0f} | {r['tokens_per_s_cold']:.1f} | {r['tokens_per_s_reused']:.1f} "
               f"| {r['throughput_ratio']:.2f}x | {'yes' if r['identical'] else 'NO'} |")
+    ms_per_token = prefill_ms_per_token(records)
+    if ms_per_token is not None:
+        print(f"prefill: {ms_per_token:.4f} ms per prompt token (AR, time to first token saved / prefix tokens reused)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"checkpoint": source, "machine": machine, "records": records}, indent=2))
+        Path(args.json).write_text(json.dumps({"checkpoint": source, "machine": machine, "records": records,
+                                               "prefill_ms_per_token": ms_per_token}, indent=2))
         print(f"wrote {args.json}")
+    if getattr(args, "write_profile", False):
+        from engines.cost import CostProfile
+
+        profile = CostProfile.load(cold.path)
+        if profile is None or ms_per_token is None:
+            print("no cost profile beside the checkpoint (run `tandem bench engines --write-profile` first) or no AR records: nothing written")
+            return 2
+        profile.prefill_ms_per_token = {"block": ms_per_token, "ar": ms_per_token}  # one encoder: the same weights in both engines
+        print(f"wrote {profile.save(cold.path)}")
     return 0 if all(r["identical"] for r in records) else 1
+
+
+def prefill_ms_per_token(records: list[dict]) -> float | None:
+    """Milliseconds a prompt token of prefill costs: least squares through the origin of the AR
+    records' time to first token saved by reuse against the prefix tokens reused."""
+    points = [(r["prefix_tokens"], r["ttft_ms_cold"] - r["ttft_ms_reused"]) for r in records if r["mode"] == "ar" and r["prefix_tokens"]]
+    if not points:
+        return None
+    return max(0.0, sum(t * ms for t, ms in points) / sum(t * t for t, _ in points))

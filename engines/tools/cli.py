@@ -111,6 +111,7 @@ def register(commands, bench_commands):
     p.add_argument("--turns", type=_bounded(int, 1), default=None, help="turns per prefix and mode (default 5, quick 3)")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--json", default=None, help="write the records here")
+    p.add_argument("--write-profile", action="store_true", help="record the prefill cost per prompt token in the checkpoint's cost_profile.json")
     p.set_defaults(func=_lazy("engines.tools.bench_prefix"))
 
     p = commands.add_parser("eval", help="evaluate a checkpoint")

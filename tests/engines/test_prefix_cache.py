@@ -97,12 +97,20 @@ def _loaded(engine):
     return LoadedModel(model=engine.model, tokenizer=engine.tokenizer, path=engine.path)
 
 
-def test_bench_prefix_writes_the_records_the_checks_read(tmp_path):
+def test_bench_prefix_writes_the_records_the_checks_read_and_the_prefill_cost(tmp_path):
+    import shutil
+
+    from engines.cost import CostProfile
+    from engines.defaults import SHIPPED_CHECKPOINT
     from router.tools.cli import main as tandem
 
+    checkpoint = shutil.copytree(SHIPPED_CHECKPOINT, tmp_path / "checkpoint")
     out = tmp_path / "prefix.json"
-    assert tandem(["bench", "prefix", "--quick", "--modes", "ar", "--turns", "1", "--json", str(out)]) == 0
-    records = json.loads(out.read_text())["records"]
+    assert tandem(["bench", "prefix", "--quick", "--modes", "ar", "--turns", "1", "--json", str(out),
+                   "--checkpoint", str(checkpoint), "--write-profile"]) == 0
+    report = json.loads(out.read_text())
+    assert CostProfile.load(checkpoint).prefill_ms_per_token == {"block": report["prefill_ms_per_token"], "ar": report["prefill_ms_per_token"]}
+    records = report["records"]
     assert [r["target_prefix_tokens"] for r in records] == [1024, 2048]
     for r in records:
         assert r["prefix_tokens"] >= r["target_prefix_tokens"] and r["identical"] is True

@@ -4,7 +4,9 @@ between block and AR for the tasks the policy lists as equal in quality."""
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -297,3 +299,46 @@ def test_the_view_hands_the_engines_cost_profile_to_the_router():
 
     rv = asyncio.run(run())
     assert got == [BY_CANVAS] and rv.cost is BY_CANVAS
+
+
+# Prefill priced per prompt token (tandem bench prefix --write-profile): 0.05 ms a token, both engines.
+PREFILL = replace(CPU, prefill_ms_per_token={"block": 0.05, "ar": 0.05})
+
+
+def test_a_prompts_prefill_is_priced_less_what_the_prefix_cache_holds():
+    bare = PREFILL.finish_ms("ar", 10, 12, 256, **occupancy(IDLE))
+    assert PREFILL.finish_ms("ar", 10, 12, 256, **occupancy(IDLE), prompt_tokens=4000) == pytest.approx(bare + 200.0)
+    assert PREFILL.finish_ms("ar", 10, 12, 256, **occupancy(IDLE), prompt_tokens=4000, cached_tokens=3000) == pytest.approx(bare + 50.0)
+    assert PREFILL.service_ms("verified", 10, 12, 64, prompt_tokens=4000) == pytest.approx(PREFILL.service_ms("verified", 10, 12, 64) + 200.0)
+    assert CPU.finish_ms("ar", 10, 12, 256, **occupancy(IDLE), prompt_tokens=4000) == bare  # not measured: not priced
+    where = Path(tempfile.mkdtemp())
+    PREFILL.save(where)
+    assert CostProfile.load(where) == PREFILL
+
+
+def test_the_router_expects_an_engine_to_reuse_a_long_conversations_head_as_it_has_so_far(model):
+    """An agent's turn: a 2,000-token system prompt, then the new message. The engine whose prefix
+    cache has served 90% of the prefix tokens it was asked for is expected to skip 90% of the head."""
+    from router.features import prompt_size
+
+    r = Router(model=model, store=policy())
+    r.cost = PREFILL
+    messages = [{"role": "system", "content": "Follow the rules. " * 450}, {"role": "user", "content": "Extract the city: Ann lives in Oslo."}]
+    prompt = prompt_size(messages)
+    assert prompt.head_tokens >= 2000 and prompt.tokens > prompt.head_tokens
+    cold = r.finish_estimate("ar", 10, 12, None, "extract", {"ar": IDLE}, prompt)
+    warm = r.finish_estimate("ar", 10, 12, None, "extract", {"ar": replace(IDLE, prefix_reuse=0.9)}, prompt)
+    assert cold - warm == pytest.approx(0.9 * prompt.head_tokens * 0.05)
+    decision = r.decide({"messages": messages})
+    assert (decision.prompt_tokens, decision.prefix_tokens) == (prompt.tokens, prompt.head_tokens)
+
+
+def test_the_view_reads_each_engines_prefix_reuse_from_its_load():
+    from router.routing_view import RoutingView
+
+    rv = RoutingView({"block": None, "ar": None})
+    stats = {"prefix_cache": {"reused_tokens": 3000, "looked_up_tokens": 4000}}
+    rv._polled = {"ar": EngineLoad(queued=0, running=0, capacity=8, max_queue=64, stats=stats),
+                  "block": EngineLoad(queued=0, running=0, capacity=8, max_queue=64)}
+    view = rv.view()
+    assert view["ar"].prefix_reuse == 0.75 and view["block"].prefix_reuse == 0.0
