@@ -24,6 +24,16 @@ from engines.types import EngineInfo, EngineLoad, GenerationRequest, GenerationR
 
 log = logging.getLogger("tandem.engine")
 
+def ray_node() -> str | None:
+    """The id of the Ray node this process runs on (None outside Ray)."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+    except Exception:
+        return None
+
+
 def rss_mb() -> float | None:
     """Resident memory of this process in MiB (Linux /proc; None elsewhere), for /admin/stats."""
     try:
@@ -97,7 +107,7 @@ class EngineDeployment:
     def load(self) -> EngineLoad:
         load = self.scheduler.load()
         prefixes = {"prefix_cache": self.engine.prefix_cache.stats()} if self.engine.prefix_cache is not None else {}
-        return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb())
+        return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb(), node=ray_node())
 
     def info(self) -> EngineInfo:
         return EngineInfo(checkpoint=self.engine.path.name, modes=list(self.modes), canvas_length=self.engine.config.canvas_length,

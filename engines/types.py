@@ -116,6 +116,7 @@ class EngineLoad:
     stats: dict = field(default_factory=dict)  # the scheduler's counters: submitted, completed, rejected, ...
     pid: int | None = None  # the replica's process
     rss_mb: float | None = None  # its resident memory
+    node: str | None = None  # the Ray node it runs on (placement on a multi-node cluster)
 
     @property
     def queue_ratio(self) -> float:

@@ -144,7 +144,7 @@ async def recent_decisions(after: str = "", limit: int = Query(200, ge=1, le=FEE
 
 @admin.get("/stats")
 async def stats(gw=Depends(require_admin)):
-    from engines.deployment import rss_mb
+    from engines.deployment import ray_node, rss_mb
     from router import decisions_log
 
     loads = {}
@@ -161,4 +161,5 @@ async def stats(gw=Depends(require_admin)):
         "policy_version": gw.router.policy.version,
         "pid": os.getpid(),
         "rss_mb": rss_mb(),
+        "node": ray_node(),
     }
