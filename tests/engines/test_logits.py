@@ -65,7 +65,8 @@ def test_a_block_step_at_vocabulary_262144_batch_8_holds_one_logits_tensor():
     batch = SequenceBatch(model, B, "cpu")
     with torch.inference_mode():
         batch.encode(torch.randint(0, V, (B, 12)), logits="none")
-    params = BlockParams(canvas=C, steps=1,  # one step holds what every step holds (about 25 s on this CPU) t_min=0.4, t_max=0.8, stability_threshold=1,
+    # one step holds what every step holds (about 25 s on this CPU)
+    params = BlockParams(canvas=C, steps=1, t_min=0.4, t_max=0.8, stability_threshold=1,
                          confidence_threshold=0.005, entropy_bound=0.1)
     one_logits_mb = B * C * V * 4 / 2**20
     with peak_memory() as peak:
