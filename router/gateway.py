@@ -89,9 +89,9 @@ class Gateway:
         self.redis = None
         redis_url = redis_url or (source if source and store_kind(source) == "redis" else None)  # the log follows the policy store
         if redis_url:
-            import redis
+            from policies.stores.base import redis_client
 
-            self.redis = redis.Redis.from_url(redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
+            self.redis = redis_client(redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
         self.key_prefix = key_prefix
         self.decisions_stream = f"{key_prefix}decisions"
         self.decisions_log = DecisionsLogSettings.model_validate(decisions_log or {})  # default: no prompt text, 7 days, 64 MiB

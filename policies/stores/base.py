@@ -228,3 +228,18 @@ def redact(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: redact(v) for k, v in value.items()}
     return value
+
+
+REDIS_PASSWORD_ENV = "TANDEM_REDIS_PASSWORD"
+
+
+def redis_client(url: str, **options):
+    """A redis-py client for `url`. A URL without a password takes it from $TANDEM_REDIS_PASSWORD:
+    a password written into a URL in serve_config.yaml's args is printed by Ray when it deploys the
+    app, while the environment of `ray start` is not. Every Redis client of Tandem comes from here."""
+    import redis
+
+    password = os.environ.get(REDIS_PASSWORD_ENV)
+    if password and "password" not in options and not redis.connection.parse_url(url).get("password"):
+        options["password"] = password
+    return redis.Redis.from_url(url, **options)

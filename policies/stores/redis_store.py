@@ -40,6 +40,7 @@ from policies.stores.base import (
     default_policy,
     recorded_policy,
     redact,
+    redis_client,
     resolve_write,
     validate_policy,
 )
@@ -86,7 +87,7 @@ class RedisStore(PolicyStore):
         from redis.retry import Retry
 
         # No client-side retries: an outage should surface at once and be handled here.
-        self.client = redis.Redis.from_url(
+        self.client = redis_client(
             url,
             socket_timeout=socket_timeout_s,
             socket_connect_timeout=socket_timeout_s,

@@ -104,9 +104,9 @@ def check_policy(source: str | None, prefix: str) -> Check:
     try:
         kind = store_kind(source)
         if kind == "redis":
-            import redis
+            from policies.stores.base import redis_client
 
-            redis.Redis.from_url(source, socket_timeout=2, socket_connect_timeout=2).ping()
+            redis_client(source, socket_timeout=2, socket_connect_timeout=2).ping()
             store = load_store(source, watch=False, prefix=prefix)
         else:
             store = load_store(source)

@@ -167,12 +167,11 @@ def redis_records(url: str, stream: str | None = None, count: int | None = None)
     logged without prompt text, the default; retraining needs the gateway's
     `decisions_log.store_text: true`), `unlabeled` (skipped: no reviewed task, an unsure
     prediction, or no output length)."""
-    import redis
-
+    from policies.stores.base import redis_client
     from router.decisions_log import STREAM
     from router.training.decisions import read_decisions, to_training_record
 
-    client = redis.Redis.from_url(url, socket_timeout=5)
+    client = redis_client(url, socket_timeout=5)
     recs, seen = [], {"entries": 0, "no_text": 0, "unlabeled": 0}
     try:
         for e in read_decisions(client, stream or STREAM, count=count):

@@ -57,9 +57,11 @@ def redis_server_binary() -> str:
 
 
 class PrivateRedis:
-    """A redis-server on a free port, in a temp dir, that tests stop and restart."""
+    """A redis-server on a free port, in a temp dir, that tests stop and restart; with `password`,
+    clients must authenticate (its `url` holds no password)."""
 
-    def __init__(self):
+    def __init__(self, password: str | None = None):
+        self.password = password
         self.exe = redis_server_binary()
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="tandem-redis-")
@@ -71,14 +73,15 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir],
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir,
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
 
         def up():
             try:
-                return redis.Redis(port=self.port, socket_timeout=0.2).ping()
-            except redis.ConnectionError:
+                return redis.Redis(port=self.port, socket_timeout=0.2, password=self.password).ping()
+            except (redis.ConnectionError, redis.AuthenticationError):
                 return False
 
         assert wait_until(up, 5.0), f"private redis-server on port {self.port} did not start"

@@ -232,6 +232,30 @@ def test_a_password_in_the_url_never_reaches_logs_errors_or_status(caplog):
     assert any("***@127.0.0.1" in text for text in shown)
 
 
+def test_the_password_can_come_from_the_environment_instead_of_the_url(monkeypatch, caplog):
+    """A password in serve_config.yaml's `policy_source` is printed by Ray when it deploys the app;
+    TANDEM_REDIS_PASSWORD in the environment of `ray start` keeps it out of every URL. The store, the
+    gateway's decision log, retraining and `tandem doctor` all connect through one client factory."""
+    from policies.stores import load_store
+    from policies.stores.base import REDIS_PASSWORD_ENV, redis_client
+    from tests.policies.helpers import PrivateRedis
+
+    secret = "pw-" + "from-the-environment"
+    server = PrivateRedis(password=secret)
+    server.start()
+    try:
+        with pytest.raises(Exception, match="(?i)auth"):
+            redis_client(server.url, socket_timeout=1).ping()  # the URL alone is refused
+        monkeypatch.setenv(REDIS_PASSWORD_ENV, secret)
+        assert redis_client(server.url, socket_timeout=1).ping()
+        with caplog.at_level("DEBUG"), load_store(server.url, watch=False, prefix="envpw:") as store:
+            applied = store.apply(store.current().content())
+            assert store.current().version == applied.version
+        assert all(secret not in r.getMessage() for r in caplog.records)
+    finally:
+        server.close()
+
+
 def test_the_decision_log_follows_a_policy_source_given_by_environment(redis_url, prefix, monkeypatch):
     """Once, only `args.policy_source` turned the log on: 0 entries after 600 requests."""
     from router.gateway import Gateway
