@@ -98,7 +98,13 @@ def self_conditioned_by(model, embeddings: torch.Tensor | None):
         yield
         return
     block = model.model.decoder.self_conditioning
-    handle = block.register_forward_pre_hook(lambda module, args: (args[0], embeddings))
+
+    def supply(module, args):
+        # the decoder calls self_conditioning(inputs_embeds, soft_embeddings): fail loudly if that changes
+        assert len(args) == 2 and args[1].shape == embeddings.shape, "the decoder's self-conditioning call changed shape"
+        return args[0], embeddings
+
+    handle = block.register_forward_pre_hook(supply)
     try:
         yield
     finally:

@@ -181,7 +181,7 @@ class Router:
         if self.cost is None or e is None or not e.reachable:
             return None
         prompt = prompt or PromptSize(0, 0)
-        cached = prompt.head_tokens * e.prefix_reuse if prompt.head_tokens >= MIN_PREFIX_TOKENS else 0.0
+        cached = expected_cached_tokens(prompt, e)
         return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, e.queued, e.running, max(1, e.capacity),
                                    task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached)
 
@@ -225,3 +225,10 @@ class Router:
 
     def close(self) -> None:
         self.store.close()
+
+
+def expected_cached_tokens(prompt: PromptSize, engine: EngineView) -> float:
+    """Prompt tokens an engine's prefix cache is expected to hold: the head (all but the last
+    message) times the share of prefix tokens it has reused so far; heads under MIN_PREFIX_TOKENS
+    are never cached."""
+    return prompt.head_tokens * engine.prefix_reuse if prompt.head_tokens >= MIN_PREFIX_TOKENS else 0.0

@@ -31,6 +31,7 @@ from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
 from router.answers import closing_chunks, delta_chunks, whole_answer
 from router.openai_api import DONE, chat_chunk, new_id, sse
 from router.calls import Call
+from router.decide import expected_cached_tokens
 from router.decision_feed import DecisionFeed, feed_entry
 from router.features import PromptSize
 from router.routing_view import RoutingView, Ticket
@@ -221,9 +222,11 @@ class Gateway:
         if cost is not None:
             tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
             steps = gen.max_denoising_steps or cost.steps
-            prompt = PromptSize(decision.prompt_tokens, decision.prefix_tokens)
-            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, self.view.view(), prompt)
-            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt_tokens=prompt.tokens)
+            prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
+            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt)
+            engine = view.get(ENGINE_OF_MODE[gen.mode])
+            cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
+            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached)
         return self.view.dispatched(gen, estimate, service, task=decision.task)
 
     # ---- streaming ----------------------------------------------------------------------------------------

@@ -183,7 +183,8 @@ class RoutingView:
         """For /admin/stats."""
         return {"calibration": {e: round(c.factor, 3) for e, c in self.calibration.items()},
                 "calibration_by_task": {f"{m}/{t}": round(c.factor, 3) for (m, t), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
-                "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight)}
+                "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
+                "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None}}
 
 
 class Backlog:

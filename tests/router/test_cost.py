@@ -342,3 +342,4 @@ def test_the_view_reads_each_engines_prefix_reuse_from_its_load():
                   "block": EngineLoad(queued=0, running=0, capacity=8, max_queue=64)}
     view = rv.view()
     assert view["ar"].prefix_reuse == 0.75 and view["block"].prefix_reuse == 0.0
+    assert rv.snapshot()["prefix_reuse"] == {"ar": 0.75, "block": 0.0}  # what /admin/stats shows under routing
