@@ -22,6 +22,17 @@ def _bounded(kind, low: float, high: float = float("inf"), low_open: bool = Fals
     return parse
 
 
+def _batch_sizes(text: str) -> str:
+    """An argparse type: comma-separated positive batch sizes ("1,4,8"), kept as the text."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"batch sizes must be >= 1, got {text!r}")
+    return text
+
+
 def _existing_file(text: str) -> str:
     from pathlib import Path
 
@@ -60,7 +71,7 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--layers", type=_bounded(int, 1), default=None, help="with --shape: decoder layers (default: all of the checkpoint's)")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="bfloat16", help="with --shape: weight dtype")
     p.add_argument("--device", default="cpu", help="with --shape: cpu or cuda[:N]")
-    p.add_argument("--batches", default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
+    p.add_argument("--batches", type=_batch_sizes, default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
     p.set_defaults(func=_lazy_shape_or("engines.tools.bench"))
 
 
