@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, PREFIX_CACHE_TOKENS
 from router.decisions_log import DecisionsLogSettings
+from router.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S
 
 
 class EngineArgs(BaseModel):
@@ -38,7 +39,10 @@ class AppArgs(BaseModel):
     key_prefix: str = Field("tandem:", description="Prefix of every Redis key Tandem writes (policy, history, decisions).")
     admin_token_env: str = Field("TANDEM_ADMIN_TOKEN", description="Environment variable holding the admin bearer token; unset: admin API off.")
     telemetry: str = Field("none", description="OpenTelemetry exporter: none, console, otlp or file:PATH.")
-    request_timeout_s: float = Field(120.0, gt=0, description="Longest wait for an engine before degrading or answering 503.")
+    request_timeout_s: float = Field(
+        120.0, gt=0, description="Longest a request waits for its engine(s), failover included, before a 503 (a stream: between two chunks).")
+    probe_interval_s: float = Field(POLL_INTERVAL_S, gt=0, description="How often the gateway polls each engine's load and health.")
+    probe_timeout_s: float = Field(PROBE_TIMEOUT_S, gt=0, description="A poll slower than this failed; a failed poll soon after a replica died marks its engine down.")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine replica settings, shared by BlockEngine and AREngine.")
     decisions_log: DecisionsLogSettings = Field(
         default_factory=DecisionsLogSettings,
@@ -46,7 +50,9 @@ class AppArgs(BaseModel):
     )
 
 
-def build_app(args: dict | None = None):
+def build_app(args: dict | None = None, gateway_replicas: int = 1):
+    """The application; `gateway_replicas` for callers without a config's `deployments` section
+    (`start_app`), which otherwise sets every deployment's replicas."""
     from ray import serve
 
     from engines.deployment import EngineDeployment
@@ -60,9 +66,9 @@ def build_app(args: dict | None = None):
     engine_options = {"ray_actor_options": {"num_cpus": 0.5}, "max_ongoing_requests": 128, "logging_config": {"enable_access_log": False}}
     block = serve.deployment(EngineDeployment, name="BlockEngine", **engine_options).bind(a.checkpoint, modes=("block", "verified"), **engine_kwargs)
     ar = serve.deployment(EngineDeployment, name="AREngine", **engine_options).bind(a.checkpoint, modes=("ar",), **engine_kwargs)
-    gateway_options = {"ray_actor_options": {"num_cpus": 0.1}, "max_ongoing_requests": 512}
+    gateway_options = {"ray_actor_options": {"num_cpus": 0.1}, "max_ongoing_requests": 512, "num_replicas": gateway_replicas}
     return serve.deployment(serve.ingress(api)(Gateway), name="Gateway", **gateway_options).bind(
         block, ar, policy_source=a.policy_source, router_model=a.router_model, redis_url=a.redis_url, key_prefix=a.key_prefix,
         admin_token_env=a.admin_token_env, telemetry=a.telemetry, request_timeout_s=a.request_timeout_s,
-        decisions_log=a.decisions_log.model_dump(),
+        probe_interval_s=a.probe_interval_s, probe_timeout_s=a.probe_timeout_s, decisions_log=a.decisions_log.model_dump(),
     )

@@ -2,10 +2,10 @@
 
 `serve()`: route (`Router.decide`: learned prediction + live policy + the routing view) -> the
 engine deployment for the decided mode (`BlockEngine` serves block and verified, `AREngine` AR)
-through one failover loop (`_attempt`: bounded wait; on failure or timeout once more in the
-policy's `on_engine_failure` mode, else the error) -> the OpenAI response or SSE chunks (tool
-calls read back by `router.tool_calls`), with the decision in headers and in a `tandem` body
-object -> the outcome: stats, metrics, shadow verification and the decisions log, off the
+through one failover loop (`router.failover`: waits bounded by the request's deadline and the
+engines' health; on a failure once more in the policy's `on_engine_failure` mode, else the
+error) -> the OpenAI response or SSE chunks (tool calls read back by `router.tool_calls`), with
+the decision in headers and in a `tandem` body object -> the outcome: stats, metrics, shadow verification and the decisions log, off the
 request path.
 
 Streamed and whole responses share that path. An answer with tools or a JSON response_format is
@@ -22,7 +22,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from fastapi.responses import JSONResponse, StreamingResponse
 from engines.defaults import DEFAULT_MAX_TOKENS
@@ -31,29 +31,17 @@ from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
 from router.answers import closing_chunks, delta_chunks, whole_answer
 from router.openai_api import DONE, chat_chunk, new_id, sse
 from router.calls import Call
-from router.decide import expected_cached_tokens
 from router.decision_feed import DecisionFeed, feed_entry
-from router.features import PromptSize
-from router.routing_view import RoutingView, Ticket
+from router.engine_health import replica_died
+from router.failover import Failover, cancelling
+from router.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, RoutingView, Ticket
 from router.schemas import check_off_loop
-from router.telemetry import engine_span
 from router.tool_calls import CallReader
 
 log = logging.getLogger("tandem.gateway")
 
 MODELS = ("tandem", "tandem-block", "tandem-verified", "tandem-ar")
 MAX_BODY_BYTES = 4 * 1024 * 1024
-
-
-async def cancelling(response):
-    """Await a DeploymentResponse; if this await is cancelled (a timeout, a client gone), cancel
-    the engine's work too. Ray Serve only does that when the whole HTTP request is cancelled, so
-    without it a timed-out attempt keeps its scheduler slot while its failover runs elsewhere."""
-    try:
-        return await response
-    except asyncio.CancelledError:
-        response.cancel()
-        raise
 
 
 def replica_gateway() -> "Gateway":
@@ -75,6 +63,8 @@ class Gateway:
         admin_token_env: str = "TANDEM_ADMIN_TOKEN",
         telemetry: str = "none",
         request_timeout_s: float = 120.0,
+        probe_interval_s: float = POLL_INTERVAL_S,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
         decisions_log: dict | None = None,
     ):
@@ -101,8 +91,10 @@ class Gateway:
         self.stats = GatewayStats()
         self.feed = DecisionFeed()  # the console's live view of decisions and outcomes
         # the router prices modes (cost-aware routing) with the profile the view fetches from the engines
-        self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost))
+        self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost),
+                                poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s)
         self.timeout_s = request_timeout_s
+        self.failover = Failover(self.engines, self.view, self.router, self.telemetry, request_timeout_s, on_error=self._error)
         self.max_body_bytes = max_body_bytes
         self._background: set[asyncio.Task] = set()
 
@@ -143,11 +135,11 @@ class Gateway:
             )
             out_headers = decision.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
             if call.stream:
-                stream, first, ticket, mode, degraded = await self._attempt(gen, decision, self._open_stream)
+                stream, first, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.open_stream)
                 out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
                 body = self._stream_chunks(call, stream, first, ticket, decision, mode, degraded, started)
                 return StreamingResponse(body, media_type="text/event-stream", headers=out_headers)
-            result, ticket, mode, degraded = await self._attempt(gen, decision, self._call_generate)
+            result, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.call_generate)
             self.view.returned(ticket, ok=True)
             await self._check_content(call, result)
             self._finish(call, gen, result, mode, degraded, decision, started, ticket)
@@ -165,69 +157,6 @@ class Gateway:
             self._error(422, code="response_format_unsatisfied")
             raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
                                      code="response_format_unsatisfied", param="response_format")
-
-    # ---- the failover loop ------------------------------------------------------------------------------
-
-    async def _attempt(self, gen: GenerationRequest, decision, call: Callable[[GenerationRequest], Awaitable]) -> tuple:
-        """`call(request)` on the engine for `gen.mode` with a bounded wait; on a 503 (failure,
-        timeout) once more in the policy's on_engine_failure mode. Returns `call`'s result
-        (a tuple's items spread) + (ticket, mode, degraded); the caller returns the ticket.
-        Raises the last TandemError."""
-        mode, error = gen.mode, None
-        for attempt in range(2):
-            request = gen if attempt == 0 else dataclasses.replace(gen, mode=mode)
-            with self.telemetry.tracer.start_as_current_span("tandem.engine", attributes={"mode": mode, "attempt": attempt}) as span:
-                ticket = self._dispatch(request, decision)
-                try:
-                    out = await asyncio.wait_for(call(request), timeout=self.timeout_s)
-                except asyncio.TimeoutError:
-                    out = EngineUnavailableError(f"the {mode} engine did not answer in {self.timeout_s:.0f} s", code="engine_timeout")
-                except TandemError as exc:
-                    out = exc
-                except Exception as exc:  # replica died, actor unavailable, ...
-                    out = EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}")
-                if not isinstance(out, TandemError):
-                    if isinstance(out, GenerationResult):
-                        engine_span(self.telemetry.tracer, span, out)
-                    return (*(out if isinstance(out, tuple) else (out,)), ticket, mode, attempt > 0)
-                self.view.returned(ticket, ok=False)
-                span.set_attribute("error.code", out.code)
-            error = out
-            if out.status != 503 or (mode := self.router.policy.on_engine_failure.get(mode)) is None:
-                break
-        self._error(error.status, code=error.code, decision=decision, mode=mode)
-        raise error
-
-    async def _call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
-        return await cancelling(self.engines[ENGINE_OF_MODE[request.mode]].generate.remote(request))
-
-    async def _open_stream(self, request: GenerationRequest):
-        """Start streaming and wait for the first item, so that a full queue is a real 429 and a
-        failed engine degrades before any byte is sent. Returns (stream, first item or None)."""
-        stream = self.engines[ENGINE_OF_MODE[request.mode]].options(stream=True).stream.remote(request)
-        try:
-            first = await stream.__anext__()
-        except StopAsyncIteration:
-            return stream, None
-        except BaseException:
-            stream.cancel()
-            raise
-        if isinstance(first, TandemError):
-            stream.cancel()
-            return first
-        return stream, first
-
-    def _dispatch(self, gen: GenerationRequest, decision) -> Ticket:
-        cost, estimate, service = self.router.cost, None, None
-        if cost is not None:
-            tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
-            steps = gen.max_denoising_steps or cost.steps
-            prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
-            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt)
-            engine = view.get(ENGINE_OF_MODE[gen.mode])
-            cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
-            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached)
-        return self.view.dispatched(gen, estimate, service, task=decision.task)
 
     # ---- streaming ----------------------------------------------------------------------------------------
 
@@ -265,6 +194,8 @@ class Gateway:
                 except StopAsyncIteration:
                     item = None
         except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
+            if replica_died(exc):
+                self.view.health.died(ENGINE_OF_MODE[mode])
             self._error(503, code="engine_unavailable", decision=decision, mode=mode)
             yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
         finally:

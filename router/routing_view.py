@@ -1,6 +1,7 @@
 """What routing knows of the engines, kept by the gateway: `RoutingView`.
 
-It polls each engine's load every half second (off the request path), counts the requests this
+It polls each engine's load every half second (off the request path; each poll is also the
+engine's health probe, `router.engine_health`), counts the requests this
 gateway has sent since (a burst routed inside one poll interval would otherwise all see the same
 idle engine), prices the block engine's work ahead (`Backlog`) and learns how much longer than
 the cost profile's estimate each engine really takes (`Calibration`), overall and per mode and
@@ -19,10 +20,12 @@ from dataclasses import dataclass, field
 
 from engines.cost import CostProfile
 from engines.types import ENGINE_OF_MODE, Engine, EngineLoad, GenerationRequest
+from router.engine_health import EngineHealth, replica_died
 
 log = logging.getLogger("tandem.gateway")
 
 POLL_INTERVAL_S = 0.5
+PROBE_TIMEOUT_S = 1.0  # a load poll that takes longer failed (router.engine_health counts it)
 FIRST_POLL_WAIT_S = 1.0  # how long the first requests at a fresh replica wait for a view
 TASK_EVIDENCE = 3  # finished requests of a (mode, task) before its own calibration is used
 
@@ -73,8 +76,11 @@ class RoutingView:
     `engines` maps an engine name ("block", "ar") to its deployment handle; `telemetry` (optional)
     gets each poll's queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
 
-    def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None):
+    def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
+                 probe_timeout_s: float = PROBE_TIMEOUT_S):
         self.engines = engines
+        self.poll_interval_s, self.probe_timeout_s = poll_interval_s, probe_timeout_s
+        self.health = EngineHealth(engines)
         self.telemetry = telemetry
         self.on_cost = on_cost  # called with the cost profile once it arrives (the gateway hands it to its router)
         self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll
@@ -121,27 +127,38 @@ class RoutingView:
         except Exception:
             pass  # the engine itself refuses an oversized canvas
         while True:
-            for name, handle in self.engines.items():
-                try:
-                    self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=1.0)
-                    self._finished_since_poll[name] = 0
-                except Exception:
-                    self._polled[name] = None
+            self.health.wake.clear()
+            await asyncio.gather(*(self._probe(name, handle) for name, handle in self.engines.items()))
             if self.telemetry is not None:
                 view = self.view()
                 self.telemetry.set_queue_depth({n: v.queue_ratio for n, v in view.items()}, {n: v.running for n, v in view.items()})
             self._first_poll.set()
-            await asyncio.sleep(POLL_INTERVAL_S)
+            try:  # the next tick, or at once when a call has just seen an engine die
+                await asyncio.wait_for(self.health.wake.wait(), timeout=self.poll_interval_s)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _probe(self, name: Engine, handle) -> None:
+        """One load poll of one engine, which is also its health probe."""
+        try:
+            self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
+            self._finished_since_poll[name] = 0
+            self.health.probed(name, ok=True)
+        except Exception as exc:
+            self._polled[name] = None
+            if replica_died(exc):
+                self.health.died(name)
+            self.health.probed(name, ok=False)
 
     # ---- the view -----------------------------------------------------------------------------------
 
     def view(self) -> dict[Engine, EngineView]:
         """Each polled engine's occupancy: the poll less what finished since, or this gateway's own
         in-flight count when that is higher; the block engine's backlog; each engine's calibration.
-        An engine that did not answer its poll is unreachable (queue ratio 1.0)."""
+        An engine that did not answer its poll, or is down, is unreachable (queue ratio 1.0)."""
         out = {}
         for name, load in self._polled.items():
-            if load is None:
+            if load is None or self.health.is_down(name):
                 out[name] = EngineView(queue_ratio=1.0, reachable=False)
                 continue
             polled = max(0, load.queued + load.running - self._finished_since_poll[name])
@@ -184,7 +201,8 @@ class RoutingView:
         return {"calibration": {e: round(c.factor, 3) for e, c in self.calibration.items()},
                 "calibration_by_task": {f"{m}/{t}": round(c.factor, 3) for (m, t), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
-                "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None}}
+                "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
+                "health": self.health.snapshot()}
 
 
 class Backlog:

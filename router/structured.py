@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engines.constraint import grammar_problems
-from engines.errors import InvalidRequestError
+from engines.errors import InvalidRequestError, PayloadTooLargeError
 from engines.skeleton import JSON_STYLE, Template, closed_objects, template_for_schema, template_for_tool_choice
 from router.schemas import SchemaCheck, compile_schema
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
 MAX_TOOLS = 128  # OpenAI's limit
+MAX_TOOLS_BYTES = 256 * 1024  # all tool definitions as compact JSON: every turn of an agent sends them, and the prompt holds them
 MAX_PARALLEL_CALLS = 8  # calls in one answer: bounds a model that never stops calling
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 
@@ -96,6 +97,12 @@ def parse_tools(tools: list[dict] | None) -> list[Tool]:
         return []
     if len(tools) > MAX_TOOLS:
         raise _bad(f"at most {MAX_TOOLS} tools", "tools")
+    try:
+        size = len(json.dumps(tools, separators=(",", ":"), default=str))
+    except (RecursionError, ValueError):
+        raise _bad("tools is nested too deeply", "tools") from None
+    if size > MAX_TOOLS_BYTES:
+        raise PayloadTooLargeError(f"tools is {size} bytes as JSON; at most {MAX_TOOLS_BYTES}", param="tools", code="tools_too_large")
     out, seen = [], set()
     for i, spec in enumerate(tools):
         where = f"tools[{i}]"

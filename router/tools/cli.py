@@ -16,11 +16,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from engines.tools import cli as engines_cli
     from policies.tools import cli as policies_cli
-    from router.tools import bench_serve, bench_structured, commands as router_commands, doctor, eval_structured, serve
+    from router.tools import bench_chaos, bench_serve, bench_structured, commands as router_commands, doctor, eval_structured, serve
 
     serve.register(commands)
     doctor.register(commands)
     bench_serve.register(bench_commands)
+    bench_chaos.register(bench_commands)
     bench_structured.register(bench_commands)
     eval_commands = engines_cli.register(commands, bench_commands)
     eval_structured.register(eval_commands)

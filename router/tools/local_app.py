@@ -41,7 +41,7 @@ class LocalApp:
 
 
 def start_app(args: dict | None = None, port: int | None = None, num_cpus: int = 2, new_cluster: bool = False,
-              ready_timeout_s: float = READY_TIMEOUT_S) -> LocalApp:
+              ready_timeout_s: float = READY_TIMEOUT_S, gateway_replicas: int = 1) -> LocalApp:
     """Start Ray (`num_cpus`; a fresh local cluster with `new_cluster`), Serve on `port` (default:
     a free one) and the app built from `args`; wait until /ready answers 200 (AssertionError after
     `ready_timeout_s`)."""
@@ -58,7 +58,7 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
              configure_logging=False)
     port = port or free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port, **HTTP_LIMITS})
-    serve.run(build_app(args or {}), name="tandem", route_prefix="/")
+    serve.run(build_app(args or {}, gateway_replicas=gateway_replicas), name="tandem", route_prefix="/")
     url = f"http://127.0.0.1:{port}"
 
     def stop() -> None:

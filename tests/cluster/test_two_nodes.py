@@ -66,6 +66,8 @@ def two_node_config(port: int) -> dict:
     for deployment in app["deployments"]:
         where = {"tandem_head": 0.1} if deployment["name"] == "Gateway" else {"tandem_engines": 1}
         deployment["ray_actor_options"]["resources"] = where
+        if deployment["name"] == "Gateway":
+            deployment["num_replicas"] = 1  # placement is the point here; one start less on the 1-CPU head
     return config
 
 

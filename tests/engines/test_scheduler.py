@@ -92,6 +92,37 @@ def test_a_client_that_leaves_mid_stream_frees_its_slot(engine, scheduler):
     assert asyncio.run(scheduler.submit(chat(PROMPTS[1], mode="ar", max_new_tokens=4))).finish_reason in ("stop", "length")
 
 
+@pytest.mark.parametrize("mode", ["ar", "block", "verified"])
+def test_a_row_that_joined_a_running_batch_is_dropped_at_the_next_step_when_its_caller_stops_waiting(engine, scheduler, mode):
+    """What the gateway does on a timeout or failover: it cancels its await; the row leaves the
+    batch at the next step and the row it joined decodes on."""
+    def long(seed):
+        return chat(PROMPTS[seed], mode=mode, seed=seed, max_new_tokens=3000, canvas=8, max_denoising_steps=2, stop_token_ids=[])
+
+    async def run():
+        async def running(n):
+            for _ in range(500):
+                if scheduler.load().running == n:
+                    return True
+                await asyncio.sleep(0.01)
+            return False
+
+        first = asyncio.ensure_future(scheduler.submit(long(0)))
+        assert await running(1)
+        joiner = asyncio.ensure_future(scheduler.submit(long(1)))
+        assert await running(2), "the second row never joined the running batch"
+        joiner.cancel()
+        assert await running(1), "the abandoned row is still decoding"
+        assert not first.done(), "the row it joined must decode on"
+        first.cancel()
+        assert await running(0)
+        await asyncio.gather(first, joiner, return_exceptions=True)
+
+    asyncio.run(run())
+    assert scheduler.stats.admitted_mid_batch >= 1
+    assert scheduler.stats.cancelled == 2 and scheduler.stats.completed == 0
+
+
 def test_stream_yields_deltas_then_the_result(engine, scheduler):
     async def run():
         return [item async for item in scheduler.stream(chat(PROMPTS[2], mode="block", seed=1, max_new_tokens=24, canvas=8, stop_token_ids=[]))]

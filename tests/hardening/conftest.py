@@ -23,6 +23,7 @@ from tests.policies.helpers import free_port, redis_server_binary
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "hardening-admin-" + uuid.uuid4().hex  # never to appear in a response
 REDIS_PASSWORD = "redis-pw-" + uuid.uuid4().hex  # part of the policy-store URL: a secret too
+GATEWAY_REPLICAS = 2
 APP_ARGS = {
     "request_timeout_s": 8,
     "engine": {"threads": 1, "max_batch_size": 8, "max_queue": 64},  # the shipped default
@@ -41,6 +42,11 @@ class RedisServer:
     @property
     def url(self) -> str:
         return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def bare_url(self) -> str:
+        """Without the password: the app takes it from TANDEM_REDIS_PASSWORD, as docs/operations.md says to deploy."""
+        return f"redis://127.0.0.1:{self.port}/0"
 
     def client(self):
         import redis
@@ -79,7 +85,7 @@ def hardening_redis(tmp_path_factory):
 
 
 @contextlib.contextmanager
-def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env: tuple[str, ...] = ()):
+def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env: tuple[str, ...] = (), gateway_replicas: int = 1):
     """The app (tests/hardening/serve_app.py, start_app) in its own process and Ray cluster, on a
     free port; yields (url, port) once /ready answers, stops it (SIGTERM, then SIGKILL) after."""
     port = free_port()
@@ -87,7 +93,7 @@ def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env
         "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
     } | (env or {})
     log = open(out / "serve_app.log", "w")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen([sys.executable, "-m", "tests.hardening.serve_app", str(port), json.dumps(args)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.hardening.serve_app", str(port), json.dumps(args), str(gateway_replicas)],
                             cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -116,9 +122,11 @@ def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env
 def hardened_app(tiny_checkpoint, hardening_redis, tmp_path_factory):
     out = tmp_path_factory.mktemp("hardened-app")
     prefix = f"tandem-hardening-{uuid.uuid4().hex[:8]}:"
-    args = APP_ARGS | {"checkpoint": str(tiny_checkpoint), "policy_source": hardening_redis.url, "key_prefix": prefix,
+    args = APP_ARGS | {"checkpoint": str(tiny_checkpoint), "policy_source": hardening_redis.bare_url, "key_prefix": prefix,
                        "telemetry": f"file:{out / 'telemetry.jsonl'}"}
-    with child_app(args, out, {"TANDEM_ADMIN_TOKEN": ADMIN_TOKEN}) as (url, _):
+    # two Gateway replicas, as serve_config.yaml runs: a killed one's new requests go to the other
+    secrets = {"TANDEM_ADMIN_TOKEN": ADMIN_TOKEN, "TANDEM_REDIS_PASSWORD": hardening_redis.password}
+    with child_app(args, out, secrets, gateway_replicas=GATEWAY_REPLICAS) as (url, _):
         yield {"url": url, "prefix": prefix, "dir": out, "redis": hardening_redis}
 
 
@@ -130,6 +138,30 @@ def app_url(hardened_app) -> str:
 @pytest.fixture(scope="session")
 def admin():
     return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def session_dir(app_dir: Path) -> Path:
+    """The Ray session directory of the hardening app (serve_app.py prints it)."""
+    lines = (app_dir / "serve_app.log").read_text().splitlines()
+    return Path(next(line.split(" ", 1)[1] for line in lines if line.startswith("SESSION_DIR ")))
+
+
+def replica_logs(app_dir: Path, deployment: str) -> str:
+    """Everything the app's `deployment` replicas (Gateway, BlockEngine, AREngine) have logged."""
+    logs = session_dir(app_dir) / "logs" / "serve"
+    return "".join(p.read_text(errors="replace") for p in sorted(logs.glob(f"replica_*_{deployment}_*.log")))
+
+
+def stats_by_replica(url: str) -> dict[int, dict]:
+    """/admin/stats of every Gateway replica, by pid."""
+    from router.tools.bench_chaos import Admin
+
+    seen: dict[int, dict] = {}
+    for _ in range(10):
+        seen |= Admin(url, ADMIN_TOKEN).every_replica(rounds=1)
+        if len(seen) == GATEWAY_REPLICAS:
+            return seen
+    raise AssertionError(f"saw {len(seen)} of {GATEWAY_REPLICAS} Gateway replicas in 10 bursts of admin calls")
 
 
 def admin_stats(url: str) -> dict:

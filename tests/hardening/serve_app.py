@@ -1,6 +1,6 @@
 """Runs the Tandem app in its own process and Ray cluster, for the hardening tests.
 
-    python -m tests.hardening.serve_app PORT ARGS_JSON
+    python -m tests.hardening.serve_app PORT ARGS_JSON [GATEWAY_REPLICAS]
 
 A child process rather than `ray.init()` in pytest: tests/app keeps its own session-wide
 cluster alive in the pytest process, and a separate cluster lets these tests kill replicas
@@ -15,10 +15,13 @@ import sys
 import threading
 
 
-def main(port: int, args: dict) -> None:
+def main(port: int, args: dict, gateway_replicas: int = 1) -> None:
+    import ray
+
     from router.tools.local_app import start_app
 
-    app = start_app(args, port=port, new_cluster=True, ready_timeout_s=410)
+    app = start_app(args, port=port, new_cluster=True, ready_timeout_s=410, gateway_replicas=gateway_replicas)
+    print(f"SESSION_DIR {ray._private.worker._global_node.get_session_dir_path()}", flush=True)  # where the replicas log
     print("READY", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -27,4 +30,4 @@ def main(port: int, args: dict) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), json.loads(sys.argv[2]))
+    main(int(sys.argv[1]), json.loads(sys.argv[2]), *(int(x) for x in sys.argv[3:4]))

@@ -55,3 +55,29 @@ def test_a_non_streaming_client_that_times_out_frees_its_slot(app_url):
     print(f"\nnon-streaming: slot freed {freed_s:.2f} s after the client left; stats {load['stats']}")
     assert load["stats"]["cancelled"] == before["cancelled"] + 1
     assert load["stats"]["completed"] == before["completed"]
+
+
+@pytest.mark.parametrize("model,engine", [("tandem-ar", "ar"), ("tandem-verified", "block")])
+def test_a_request_the_gateway_gives_up_on_frees_its_engine_row(app_url, model, engine):
+    """The gateway's own deadline (request_timeout_s, 8 s in this app) ends the wait: the client
+    gets a 503 with Retry-After and the engine drops the row at its next step, instead of decoding
+    for nobody while other requests queue."""
+    before = admin_stats(app_url)["engines"][engine]["stats"]
+    body = {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": LONG}
+    r = httpx.post(f"{app_url}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "engine_timeout" and r.headers.get("retry-after")
+    freed_s, load = wait_running(app_url, engine, lambda x: x["running"] == 0 and x["queued"] == 0, timeout_s=FREED_WITHIN_S)
+    print(f"\n{engine}: row freed {freed_s:.2f} s after the gateway's 503; stats {load['stats']}")
+    assert load["stats"]["cancelled"] == before["cancelled"] + 1
+    assert load["stats"]["completed"] == before["completed"], "the abandoned request ran to the end"
+
+
+def test_clients_that_go_away_are_not_logged_as_errors(hardened_app):
+    """The tests above abandon streams and whole requests: ordinary disconnects, not faults.
+    None of them may leave a traceback or an 'unhandled error' in the Gateway's log."""
+    from tests.hardening.conftest import replica_logs
+
+    logged = replica_logs(hardened_app["dir"], "Gateway")
+    assert logged, "no Gateway log found"
+    assert "unhandled error" not in logged and "Traceback" not in logged, logged[-3000:]

@@ -10,18 +10,18 @@ import time
 
 import pytest
 
-from tests.hardening.conftest import admin_stats
-from tests.hardening.load import Spec, run_load, summary, to_json, mixed_workload
+from tests.hardening.conftest import admin_stats, stats_by_replica
+from router.tools.load import Spec, run_load, summary, to_json, mixed_workload
 
 N, CONCURRENCY, WARMUP = 1000, 32, 128
 RSS_MARGIN_MB = 50
 
 
 def replica_memory(url: str) -> dict[str, tuple[int, float]]:
-    """(pid, RSS MiB) of the gateway and of each engine replica."""
-    stats = admin_stats(url)
-    out = {"gateway": (stats["pid"], stats["rss_mb"])}
-    for name, load in stats["engines"].items():
+    """(pid, RSS MiB) of each Gateway replica and of each engine replica."""
+    gateways = stats_by_replica(url)
+    out = {f"gateway-{i}": (pid, s["rss_mb"]) for i, (pid, s) in enumerate(sorted(gateways.items()))}
+    for name, load in next(iter(gateways.values()))["engines"].items():
         assert "error" not in load, f"engine {name} did not answer: {load}"
         out[name] = (load["pid"], load["rss_mb"])
     return out

@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
-from tests.hardening.conftest import ADMIN_TOKEN, admin_stats
-from tests.hardening.load import mixed_workload, run_load
+from tests.hardening.conftest import ADMIN_TOKEN, stats_by_replica
+from router.tools.load import mixed_workload, run_load
 
 HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 OUTAGE_S = 4.0
@@ -21,6 +21,12 @@ def store_status(url: str) -> dict:
     r = httpx.get(f"{url}/admin/policy", headers=HEADERS, timeout=10)
     assert r.status_code == 200, r.text
     return r.json()["store"]
+
+
+def decisions_log(url: str) -> dict:
+    """The decisions log's written and dropped counts, summed over the Gateway replicas."""
+    logs = [s["decisions_log"] for s in stats_by_replica(url).values()]
+    return {k: sum(x[k] for x in logs) for k in ("written", "dropped")}
 
 
 def wait_for(predicate, timeout_s: float, step_s: float = 0.05):
@@ -44,14 +50,14 @@ def test_serving_survives_a_redis_crash_and_reconnects(hardened_app):
 
     url, redis_server = hardened_app["url"], hardened_app["redis"]
     version_before = int(store_status(url)["version"])
-    log_before = admin_stats(url)["decisions_log"]
+    log_before = decisions_log(url)
 
     async def scenario():
         load = asyncio.create_task(run_load(url, 240, 8, mixed_workload()))
         await asyncio.sleep(1.0)
         redis_server.crash()
         await asyncio.sleep(OUTAGE_S)
-        during = await asyncio.to_thread(lambda: (store_status(url), admin_stats(url)["decisions_log"]))
+        during = await asyncio.to_thread(lambda: (store_status(url), decisions_log(url)))
         redis_server.start()
         return await load, during
 
@@ -66,9 +72,9 @@ def test_serving_survives_a_redis_crash_and_reconnects(hardened_app):
 
     # Redis is back: the watcher reconnects (exponential backoff, at most 5 s between tries) ...
     reconnect_s = wait_for(lambda: store_status(url)["healthy"], timeout_s=15, step_s=0.2)
-    written = admin_stats(url)["decisions_log"]["written"]
+    written = decisions_log(url)["written"]
     assert served_version(url) == str(version_before)
-    wait_for(lambda: admin_stats(url)["decisions_log"]["written"] > written, timeout_s=5, step_s=0.1)
+    wait_for(lambda: decisions_log(url)["written"] > written, timeout_s=5, step_s=0.1)
 
     # ... and a policy written by another client (the operator's CLI) reaches requests within a second.
     with load_store(redis_server.url, prefix=hardened_app["prefix"], watch=False) as store:

@@ -23,6 +23,9 @@ def test_config_is_valid(name):
     AppArgs.model_validate(app["args"])
     ServeDeploySchema.model_validate(config)  # what `serve deploy` checks
     assert {d["name"] for d in app["deployments"]} == DEPLOYMENTS
+    gateway = next(d for d in app["deployments"] if d["name"] == "Gateway")
+    replicas = gateway.get("num_replicas") or gateway["autoscaling_config"]["min_replicas"]
+    assert replicas >= 2, "one Gateway replica: when it dies, every new request waits out its restart"
 
 
 def test_gpu_config_puts_engines_on_gpus():

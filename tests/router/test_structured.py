@@ -113,6 +113,19 @@ def test_bad_definitions_are_400s_naming_the_field(tools, choice, param, code):
     assert (err.value.status, err.value.param, err.value.code) == (400, param, code)
 
 
+def test_tools_too_large_in_all_are_refused_naming_the_field():
+    """A 3 MB `tools` field was accepted, prompted and logged; each tool alone may be small."""
+    from engines.errors import PayloadTooLargeError
+    from router.structured import MAX_TOOLS_BYTES
+
+    padded = [{"type": "function", "function": {"name": f"tool_{i}", "description": "x" * 4000}} for i in range(MAX_TOOLS_BYTES // 4000 + 1)]
+    with pytest.raises(PayloadTooLargeError) as err:
+        spec(padded[:128])
+    assert (err.value.status, err.value.param, err.value.code) == (413, "tools", "tools_too_large")
+    assert str(MAX_TOOLS_BYTES) in err.value.message
+    spec(padded[:8])  # the same tools, fewer of them, are fine
+
+
 def test_the_answers_skeleton_is_known_when_its_shape_is_fixed():
     from engines.skeleton import Slot
     from router.openai_api import ResponseFormat

@@ -1,4 +1,4 @@
-"""A small load generator for the hardening tests: a mixed OpenAI workload over HTTP at a fixed
+"""A small load generator (the hardening tests, `tandem bench chaos`): a mixed OpenAI workload over HTTP at a fixed
 concurrency, one `Outcome` per request, and a summary (status counts, latency percentiles)."""
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class Outcome:
     retry_after: str | None = None
     error: str | None = None  # the OpenAI error code, an in-band stream error, or the exception
     stream: bool = False
+    finished: float = 0.0  # time.perf_counter() when the answer (or the failure) arrived
 
 
 async def _one(client: httpx.AsyncClient, spec: Spec) -> Outcome:
@@ -102,6 +103,7 @@ async def run_load(url: str, n: int, concurrency: int, workload=None, timeout_s:
                     worker.in_flight += 1
                     spec = next(specs)
                 out = await _one(client, spec)
+                out.finished = time.perf_counter()
                 async with lock:
                     worker.in_flight -= 1
                     outcomes.append(out)
@@ -110,6 +112,24 @@ async def run_load(url: str, n: int, concurrency: int, workload=None, timeout_s:
                     await on_done(count)
 
         worker.in_flight = 0
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return outcomes
+
+
+async def run_until(url: str, stop: asyncio.Event, concurrency: int, workload=None, timeout_s: float = 60.0) -> list[Outcome]:
+    """Keep `concurrency` requests from `workload` in flight until `stop` is set; every request
+    sent is waited for (its answer, its error or the client's `timeout_s`)."""
+    specs = iter(workload or mixed_workload())
+    outcomes: list[Outcome] = []
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=timeout_s, limits=limits) as client:
+
+        async def worker():
+            while not stop.is_set():
+                out = await _one(client, next(specs))
+                out.finished = time.perf_counter()
+                outcomes.append(out)
+
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     return outcomes
 

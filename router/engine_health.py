@@ -1,0 +1,91 @@
+"""Which engines are down right now, as one gateway sees them: `EngineHealth`.
+
+Ray Serve hides a dead replica well and slowly: a request that reaches a killed replica fails at
+once (an actor-death error), but every request sent after it waits in the handle's queue until
+Serve has started a replacement (10-20 s here), and then in the gateway's request timeout. So the
+gateway keeps its own view, fed by two signals:
+
+- **death**: any call to the engine failed with one of Ray's actor-death errors
+  (`replica_died(exc)`); the poller probes that engine at once instead of at its next tick;
+- **probes**: the routing view's load poll, every `interval_s` with a `timeout_s` bound.
+
+An engine is **down** when its probe fails within `death_window_s` of a death, or after
+`failures_to_down` failed probes in a row without one (a busy engine that answers a probe late
+once is not down). A probe that answers brings it back. While an engine is down the gateway sends
+nothing there: requests go to the policy's `on_engine_failure` mode or get a 503 with
+Retry-After, and the requests still waiting on it are failed over at once (`went_down`): with a
+second healthy replica the probe answers, the engine is not down, and Serve's own retry moves
+them there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+
+DEATH_WINDOW_S = 5.0  # a failed probe this soon after an actor-death error: down at once
+FAILURES_TO_DOWN = 3  # failed probes in a row that mean down without a death seen
+RETRY_AFTER_S = 5.0  # what a 503 for a down engine tells the client (a replica restarts in ~10-20 s here)
+
+
+def replica_died(exc: BaseException) -> bool:
+    """True for Ray's errors that mean the replica's process is gone or unreachable."""
+    try:
+        from ray.exceptions import ActorUnavailableError, RayActorError
+        from ray.serve.exceptions import DeploymentUnavailableError
+    except ImportError:  # pragma: no cover - Ray is a dependency
+        return False
+    cause = getattr(exc, "cause", None)  # a RayTaskError wrapping the death
+    return isinstance(exc, (RayActorError, ActorUnavailableError, DeploymentUnavailableError)) or isinstance(cause, RayActorError)
+
+
+class EngineHealth:
+    def __init__(self, engines: Iterable[str], death_window_s: float = DEATH_WINDOW_S, failures_to_down: int = FAILURES_TO_DOWN):
+        self.death_window_s, self.failures_to_down = death_window_s, failures_to_down
+        self._down_since: dict[str, float | None] = {e: None for e in engines}
+        self._died_at: dict[str, float] = {}
+        self._failures: dict[str, int] = {e: 0 for e in self._down_since}
+        self._went_down: dict[str, asyncio.Future] = {}
+        self.wake = asyncio.Event()  # set by a death: the poller probes now
+        self.downs: dict[str, int] = {e: 0 for e in self._down_since}  # times each engine went down, for /admin/stats
+
+    def is_down(self, engine: str) -> bool:
+        return self._down_since.get(engine) is not None
+
+    def went_down(self, engine: str) -> asyncio.Future:
+        """A future that completes when `engine` goes down (now, if it is)."""
+        future = self._went_down.get(engine)
+        if future is None or (future.done() and not self.is_down(engine)):
+            future = self._went_down[engine] = asyncio.get_running_loop().create_future()
+        if self.is_down(engine) and not future.done():
+            future.set_result(None)
+        return future
+
+    def died(self, engine: str) -> None:
+        """An actor-death error from a call to `engine`: probe it now."""
+        self._died_at[engine] = time.monotonic()
+        self.wake.set()
+
+    def probed(self, engine: str, ok: bool) -> None:
+        """The outcome of one probe of `engine`."""
+        now = time.monotonic()
+        if ok:
+            self._failures[engine] = 0
+            self._down_since[engine] = None
+            self._died_at.pop(engine, None)
+            return
+        self._failures[engine] += 1
+        recent_death = now - self._died_at.get(engine, -1e9) <= self.death_window_s
+        if self.is_down(engine) or not (recent_death or self._failures[engine] >= self.failures_to_down):
+            return
+        self._down_since[engine] = now
+        self.downs[engine] += 1
+        future = self._went_down.get(engine)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    def snapshot(self) -> dict:
+        now = time.monotonic()
+        return {e: {"down": since is not None, "down_for_s": round(now - since, 2) if since is not None else None,
+                    "failed_probes": self._failures[e], "times_down": self.downs[e]} for e, since in self._down_since.items()}

@@ -1,0 +1,57 @@
+"""EngineHealth: when an engine counts as down, when it is back, and who hears of it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ray.exceptions import ActorDiedError
+
+from router.engine_health import EngineHealth, replica_died
+
+
+def test_a_failed_probe_right_after_a_replica_died_marks_the_engine_down_and_wakes_the_waiters():
+    async def scenario():
+        health = EngineHealth(["block", "ar"])
+        waiting = health.went_down("ar")
+        health.died("ar")
+        assert health.wake.is_set(), "a death must make the poller probe at once"
+        assert not health.is_down("ar"), "a death alone is not down: another replica may answer the probe"
+        health.probed("ar", ok=False)
+        assert health.is_down("ar") and not health.is_down("block")
+        assert waiting.done(), "requests waiting on the engine hear that it went down"
+        assert health.went_down("ar").done(), "a request that starts waiting now hears it at once"
+        health.probed("ar", ok=True)
+        assert not health.is_down("ar")
+        assert not health.went_down("ar").done(), "back up: a fresh future for the next outage"
+        assert health.snapshot()["ar"] == {"down": False, "down_for_s": None, "failed_probes": 0, "times_down": 1}
+
+    asyncio.run(scenario())
+
+
+def test_a_probe_that_answers_after_a_death_keeps_the_engine_up():
+    async def scenario():
+        health = EngineHealth(["block"])
+        health.died("block")  # one replica of several died
+        health.probed("block", ok=True)  # another one answered
+        health.probed("block", ok=False)  # a slow probe later: no death since the last answer
+        assert not health.is_down("block")
+
+    asyncio.run(scenario())
+
+
+def test_without_a_death_only_consecutive_failed_probes_mean_down():
+    async def scenario():
+        health = EngineHealth(["block"], failures_to_down=3)
+        for ok in (False, False, True, False, False):  # a busy engine answers late now and then
+            health.probed("block", ok=ok)
+            assert not health.is_down("block")
+        health.probed("block", ok=False)
+        assert health.is_down("block")
+
+    asyncio.run(scenario())
+
+
+def test_only_rays_actor_death_errors_count_as_a_dead_replica():
+    assert replica_died(ActorDiedError())
+    assert not replica_died(RuntimeError("boom"))
+    assert not replica_died(asyncio.TimeoutError())
