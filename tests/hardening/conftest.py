@@ -146,10 +146,20 @@ def session_dir(app_dir: Path) -> Path:
     return Path(next(line.split(" ", 1)[1] for line in lines if line.startswith("SESSION_DIR ")))
 
 
-def replica_logs(app_dir: Path, deployment: str) -> str:
-    """Everything the app's `deployment` replicas (Gateway, BlockEngine, AREngine) have logged."""
-    logs = session_dir(app_dir) / "logs" / "serve"
-    return "".join(p.read_text(errors="replace") for p in sorted(logs.glob(f"replica_*_{deployment}_*.log")))
+def app_logs(app_dir: Path) -> dict[str, str]:
+    """Every log the app's run wrote, by path: the driver's, Ray's own, each replica's Serve log and
+    each worker's stdout/stderr (where Tandem's own loggers write)."""
+    files = [app_dir / "serve_app.log", *(p for p in (session_dir(app_dir) / "logs").rglob("*")
+                                           if p.is_file() and p.suffix in (".log", ".out", ".err", ".txt"))]
+    return {str(p): p.read_text(errors="replace") for p in files}
+
+
+def gateway_logs(app_dir: Path, pids) -> str:
+    """What the Gateway replicas with these pids logged: Serve's replica logs and their workers' output."""
+    logs = app_logs(app_dir)
+    mine = [text for path, text in logs.items()
+            if "replica_tandem_Gateway_" in path or any(Path(path).stem.endswith(f"-{pid}") for pid in pids)]
+    return "".join(mine)
 
 
 def stats_by_replica(url: str) -> dict[int, dict]:

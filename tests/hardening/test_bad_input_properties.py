@@ -132,6 +132,49 @@ def test_deep_json(client, depth, where):
     post(client, CHAT, raw=raw)
 
 
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(field=st.sampled_from(["seed", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "top_logprobs", "unknown"]),
+       digits=st.integers(4_290, 60_000), negative=st.booleans())
+def test_integers_beyond_pythons_digit_limit_are_400s(client, field, digits, negative):
+    """Any JSON integer over 4,300 digits once made a 500 ValueError (Python's int <-> str limit)."""
+    number = ("-" if negative else "") + "7" * digits
+    raw = json.dumps(VALID_CHAT | {field: "@"}).encode().replace(b'"@"', number.encode())
+    r = post(client, CHAT, raw=raw)
+    assert r.status_code in (200, 400) if digits <= 4_300 else r.status_code == 400
+
+
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(depth=st.integers(1, 3_000), keyword=st.sampled_from(["not", "items", "anyOf", "additionalProperties"]),
+       where=st.sampled_from(["response_format", "tools"]))
+def test_schemas_nested_in_any_keyword_are_never_a_500(client, depth, keyword, where):
+    """`{"not": {"not": ...}}` 300 deep once made a 500 RecursionError."""
+    schema: dict = {"type": "string"}
+    for _ in range(depth):
+        schema = {keyword: [schema] if keyword == "anyOf" else schema}
+    try:
+        raw_schema = json.dumps(schema)
+    except RecursionError:
+        return  # deeper than Python's encoder: test_deep_json sends such bodies by hand
+    body = (VALID_CHAT | {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": "@"}}} if where == "response_format"
+            else VALID_CHAT | {"tools": [{"type": "function", "function": {"name": "f", "parameters": "@"}}]})
+    raw = json.dumps(body).encode().replace(b'"@"', raw_schema.encode())
+    r = post(client, CHAT, raw=raw)
+    if depth > 40:
+        assert r.status_code == 400, r.text[:300]
+
+
+@settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(n=st.integers(1, 128), description_bytes=st.integers(0, 30_000))
+def test_tools_of_any_size_are_served_or_refused_naming_the_field(client, n, description_bytes):
+    """A 3 MB `tools` field was once accepted, prompted and logged."""
+    from router.structured import MAX_TOOLS_BYTES
+
+    tools = [{"type": "function", "function": {"name": f"t{i}", "description": "d" * description_bytes}} for i in range(n)]
+    r = post(client, CHAT, VALID_CHAT | {"tools": tools, "max_tokens": 2})
+    if len(json.dumps(tools, separators=(",", ":"))) > MAX_TOOLS_BYTES and len(json.dumps(VALID_CHAT | {"tools": tools})) < 4 * 2**20:
+        assert r.status_code == 413 and r.json()["error"]["param"] == "tools", r.text[:300]
+
+
 @pytest.mark.parametrize("size_mb", [4.01, 8])
 def test_oversized_bodies_are_413_with_or_without_content_length(client, size_mb):
     big = json.dumps(VALID_CHAT | {"messages": [{"role": "user", "content": "x" * int(size_mb * 2**20)}]}).encode()
