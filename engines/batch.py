@@ -160,19 +160,28 @@ def prefill(model, rows, pad_id: int, logits: str) -> tuple[SequenceBatch, torch
 
 
 def _prefill_on_prefix(model, row, logits: str) -> tuple[SequenceBatch, torch.Tensor | None]:
-    """One row's prefill as two encoder passes: its prefix (reused from the cache when there, else
-    encoded alone and stored), then the rest of its context."""
+    """One row's prefill in chunks cut at its `prefix_bounds`: the longest head the cache holds is
+    reused, the chunks after it are encoded one by one, then the rest of the context. The first
+    head (what other conversations share: a system prompt, tools) and the last (what this
+    conversation's next turn starts with) are stored. Cold or warm, the chunks are the same."""
     context = row.prompt_ids + row.output
-    key = tuple(context[: row.prefix_len])
+    bounds = row.prefix_bounds
+    keys = [tuple(context[:b]) for b in bounds]
     batch = SequenceBatch(model, 1, model.device)
-    stored = row.prefix_cache.get(key)
-    if stored is None:
-        batch.encode(torch.tensor([key], device=model.device), logits="none")
-        row.prefix_cache.put(key, batch.cache, batch.mask)
-    else:
-        batch.cache, batch.mask = stored.cache, stored.mask
+    start = 0
+    found = row.prefix_cache.longest(keys)
+    if found is not None:
+        i, stored = found
+        batch.cache, batch.mask, start = stored.cache, stored.mask, bounds[i]
         row.stats.prefix_tokens_reused = stored.tokens
-    rest = torch.tensor([context[row.prefix_len :]], device=model.device)
+    for j, end in enumerate(bounds):
+        if end <= start:
+            continue
+        batch.encode(torch.tensor([context[start:end]], device=model.device), logits="none")
+        start = end
+        if j in (0, len(bounds) - 1):
+            row.prefix_cache.put(keys[j], batch.cache, batch.mask)
+    rest = torch.tensor([context[start:]], device=model.device)
     return batch, batch.encode(rest, logits=logits)
 
 

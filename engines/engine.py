@@ -107,18 +107,42 @@ class DiffusionEngine:
             raise InvalidRequestError(f"prompt token ids must be integers in [0, {self.vocab_size})", param="prompt")
         return ids
 
-    def prefix_length(self, req: GenerationRequest, ids: list[int]) -> int:
-        """How many leading tokens of `ids` are the conversation before its last message (what the
-        next turn of an agent sends again), or 0: too short to be worth caching, or the template's
-        rendering of the head is not exactly the head of the prompt's tokens."""
+    def prefix_bounds(self, req: GenerationRequest, ids: list[int]) -> tuple[int, ...]:
+        """Where a conversation's prompt is cut for its prefill (engines.prefix_cache): token
+        offsets at message ends, the first one at least MIN_PREFIX_TOKENS in and each further one
+        at least MIN_PREFIX_TOKENS after the last kept (a rule that only looks back, so every
+        request that shares a head cuts it the same way), the last one before the final message;
+        () when there is no such head. A cut is kept only where the template renders the messages
+        before it as exactly the head of the prompt and a special token follows (no merge across it)."""
         if self.prefix_cache is None or not req.messages or len(req.messages) < 2 or len(ids) <= MIN_PREFIX_TOKENS:
-            return 0
+            return ()
         try:
-            text = self.tokenizer.apply_chat_template(req.messages[:-1], tools=req.tools or None, add_generation_prompt=False, tokenize=False)
-        except Exception:  # a template may refuse a conversation cut before its last message
-            return 0
-        head = self.tokenizer.encode(text, add_special_tokens=False)
-        return len(head) if MIN_PREFIX_TOKENS <= len(head) < len(ids) and ids[: len(head)] == head else 0
+            full = self.tokenizer.apply_chat_template(req.messages, tools=req.tools or None, add_generation_prompt=True, tokenize=False)
+            encoded = self.tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+        except Exception:
+            return ()
+        if encoded["input_ids"] != ids:
+            return ()
+        token_at_char = {end: i + 1 for i, (_, end) in enumerate(encoded["offset_mapping"])}  # char offset -> tokens up to it
+        special = set(self.tokenizer.all_special_ids)
+        bounds: list[int] = []
+        for count in range(1, len(req.messages)):
+            try:  # a template may refuse a conversation cut before its last message
+                head = self.tokenizer.apply_chat_template(req.messages[:count], tools=req.tools or None, add_generation_prompt=False,
+                                                          tokenize=False)
+            except Exception:
+                continue
+            n = token_at_char.get(len(head))
+            if n is None or not full.startswith(head) or n >= len(ids) or ids[n] not in special:
+                continue
+            if n - (bounds[-1] if bounds else 0) >= MIN_PREFIX_TOKENS:
+                bounds.append(n)
+        return tuple(bounds)
+
+    def prefix_length(self, req: GenerationRequest, ids: list[int]) -> int:
+        """How many leading tokens of `ids` a later turn can find in the prefix cache (0: none)."""
+        bounds = self.prefix_bounds(req, ids)
+        return bounds[-1] if bounds else 0
 
     def validate(self, req: GenerationRequest) -> tuple[list[int], BlockParams | None]:
         """Check everything a request can get wrong; raise a typed error naming the limit."""
@@ -179,7 +203,7 @@ class DiffusionEngine:
             on_text=on_text,
             on_done=on_done,
             constraint=self.grammar_tokenizer.constraint(req.grammar, req.max_new_tokens) if req.grammar is not None else None,
-            **({"prefix_cache": self.prefix_cache, "prefix_len": n} if (n := self.prefix_length(req, ids)) else {}),
+            **({"prefix_cache": self.prefix_cache, "prefix_bounds": b} if (b := self.prefix_bounds(req, ids)) else {}),
         )
 
     # ---- decoding ---------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 """Prefix reuse: the encoder KV of a prompt's shared head, kept per engine and reused by every mode.
 
 Agent frameworks send the same system prompt, tool declarations and earlier turns on every call;
-only the last message is new. A row's *prefix* is its prompt up to the last message (the chat
-template rendered over all messages but the last; used only when its tokens are exactly the head
-of the full prompt's). Prefill then runs in two parts, always: the prefix (from this cache, or
-encoded alone and stored), then the rest on top of it. Because a cold and a warm request compute
-the same two parts, reusing a prefix never changes a row's numbers (bit for bit; tested).
+each turn adds the last answer and a new message. A conversation's prefill is cut at message
+ends (`DiffusionEngine.prefix_bounds`: the chat template's rendering of the messages before a
+cut must be exactly the head of the prompt's tokens; cuts at least MIN_PREFIX_TOKENS apart, by a
+rule that only looks back) and encoded chunk by chunk, each on top of the last. The cache holds
+the KV at two cuts per request, the first (a system prompt other conversations share) and the
+last (where this conversation's next turn finds it: its head is this turn's prompt plus the
+answer), and a request starts from the longest cut it holds. Because every request that shares
+a head cuts it the same way, cold and warm compute the same chunks, and reusing a prefix never
+changes a row's numbers (bit for bit; tested).
 
 The cache is an LRU bounded by tokens, keyed by the prefix's token ids, and lives in one engine,
 so it never outlives the weights that computed it (a checkpoint change is a new engine). A policy
@@ -59,6 +63,23 @@ class PrefixCache:
             self.hits += 1
             self.reused_tokens += entry.tokens
         return Prefix(copy.deepcopy(entry.cache), entry.mask.clone(), entry.tokens)
+
+    def longest(self, keys: list[tuple[int, ...]]) -> tuple[int, Prefix] | None:
+        """The longest of `keys` (heads of one prompt, shortest first) the cache holds, as (its
+        index, a private copy); counted as one lookup of the longest key."""
+        with self._lock:
+            self.looked_up_tokens += len(keys[-1]) if keys else 0
+            for i in range(len(keys) - 1, -1, -1):
+                entry = self._entries.get(keys[i])
+                if entry is not None:
+                    self._entries.move_to_end(keys[i])
+                    self.hits += 1
+                    self.reused_tokens += entry.tokens
+                    break
+            else:
+                self.misses += 1
+                return None
+        return i, Prefix(copy.deepcopy(entry.cache), entry.mask.clone(), entry.tokens)
 
     def put(self, key: tuple[int, ...], cache, mask: torch.Tensor) -> None:
         """Store a copy of a one-row cache holding exactly `key`; evict least recently used to fit."""

@@ -35,8 +35,8 @@ class Row:
     on_done: Callable[["Row"], None] | None = None  # called once, when the row leaves its batch
     constraint: TokenConstraint | None = None  # the request's grammar state, advanced by `extend`
     draft: "DraftControl | None" = None  # verified mode: this row's drafting plan (engines.drafting)
-    prefix_cache: "PrefixCache | None" = None  # set when the prompt's head (`prefix_len` tokens) is shared (engines.prefix_cache)
-    prefix_len: int = 0
+    prefix_cache: "PrefixCache | None" = None  # set when the prompt has a conversation head to reuse (engines.prefix_cache)
+    prefix_bounds: tuple[int, ...] = ()  # where its prefill is cut: message ends (DiffusionEngine.prefix_bounds)
     cancelled: bool = False  # set from another thread when the client goes away; honoured at the next step
     error: BaseException | None = None  # set when decoding failed; `on_done` still runs
     output: list[int] = field(default_factory=list)

@@ -9,6 +9,9 @@ prefill and one step) and throughput of a 64-token answer, each a median over th
 ratios, the one-off cost of filling the cache (the first turn, which encodes the prefix alone
 and then the rest), and whether both engines wrote the same tokens (they must).
 
+Then a conversation that grows turn by turn (the system prompt, every earlier question and answer,
+a new question): the cache holds each turn's head, and the next turn finds it inside its prompt.
+
 `--write-profile` records what a prompt token of prefill costs (the AR records' time to first token
 without reuse less with reuse, over the prefix tokens reused) in the checkpoint's cost profile, so
 the router prices a prompt's prefill, and what an engine's prefix cache saves of it.
@@ -16,6 +19,7 @@ the router prices a prompt's prefill, and what an engine's prefix cache saves of
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import statistics
@@ -99,6 +103,37 @@ def measure(cold: DiffusionEngine, warm: DiffusionEngine, prefix_tokens: int, mo
     }
 
 
+def measure_conversation(cold: DiffusionEngine, warm: DiffusionEngine, prefix_tokens: int, mode: str, turns: int) -> dict:
+    """A conversation that grows: each turn sends the system prompt, every earlier question and
+    answer, and a new question. Time to first token per turn without the cache and with it (which
+    holds what the turns before stored), medians over the turns after the first."""
+    system = system_prompt(cold, prefix_tokens)
+    warm.prefix_cache.clear()
+    messages = [{"role": "system", "content": system}]
+    ttft = {"cold": [], "reused": []}
+    identical, reused = True, []
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"Turn {i + 1}. {QUESTIONS[i % len(QUESTIONS)]} Answer briefly and keep names as written."})
+        request = GenerationRequest(messages=list(messages), mode=mode, max_new_tokens=1, seed=0, canvas=64 if mode != "ar" else None)
+        for name, engine in (("cold", cold), ("reused", warm)) if i % 2 == 0 else (("reused", warm), ("cold", cold)):
+            seconds, result = timed(engine, request)
+            ttft[name].append(seconds)
+            if name == "reused":
+                reused.append(result.stats.prefix_tokens_reused)
+        answer = dataclasses.replace(request, max_new_tokens=ANSWER_TOKENS)
+        answers = [engine.generate(answer) for engine in (cold, warm)]
+        identical &= answers[0].token_ids == answers[1].token_ids
+        messages.append({"role": "assistant", "content": answers[0].text})
+    med = statistics.median
+    later = slice(1, None)
+    return {
+        "scenario": "conversation", "mode": mode, "turns": turns, "target_prefix_tokens": prefix_tokens,
+        "prompt_tokens_last": len(cold.prompt_ids(request)), "prefix_tokens_reused_last": reused[-1],
+        "ttft_ms_cold": round(med(ttft["cold"][later]) * 1000, 1), "ttft_ms_reused": round(med(ttft["reused"][later]) * 1000, 1),
+        "ttft_speedup": round(med(ttft["cold"][later]) / med(ttft["reused"][later]), 2), "identical": identical,
+    }
+
+
 def main(args) -> int:
     from engines.tools.bench import load_engine
 
@@ -125,12 +160,20 @@ def main(args) -> int:
         print(f"| {r['prefix_tokens']} | {r['prompt_tokens']} | {r['mode']} | {r['ttft_ms_cold']:.0f} | {r['ttft_ms_reused']:.0f} "
               f"| {r['ttft_speedup']:.2f}x | {r['ttft_ms_fill']:.0f} | {r['tokens_per_s_cold']:.1f} | {r['tokens_per_s_reused']:.1f} "
               f"| {r['throughput_ratio']:.2f}x | {'yes' if r['identical'] else 'NO'} |")
+    conversations = [measure_conversation(cold, warm, prefixes[0], mode, turns + 3) for mode in modes]
+    print(f"\nA growing conversation ({turns + 3} turns; each sends the system prompt of ~{prefixes[0]} tokens, every earlier "
+          "question and answer, and a new question), medians over the turns after the first:")
+    print("| mode | prompt tokens (last turn) | reused (last turn) | TTFT no reuse ms | TTFT reused ms | TTFT speedup | identical |")
+    print("|---|---|---|---|---|---|---|")
+    for r in conversations:
+        print(f"| {r['mode']} | {r['prompt_tokens_last']} | {r['prefix_tokens_reused_last']} | {r['ttft_ms_cold']:.0f} | {r['ttft_ms_reused']:.0f} "
+              f"| {r['ttft_speedup']:.2f}x | {'yes' if r['identical'] else 'NO'} |")
     ms_per_token = prefill_ms_per_token(records)
     if ms_per_token is not None:
         print(f"prefill: {ms_per_token:.4f} ms per prompt token (AR, time to first token saved / prefix tokens reused)")
     if args.json:
         Path(args.json).write_text(json.dumps({"checkpoint": source, "machine": machine, "records": records,
-                                               "prefill_ms_per_token": ms_per_token}, indent=2))
+                                               "conversations": conversations, "prefill_ms_per_token": ms_per_token}, indent=2))
         print(f"wrote {args.json}")
     if getattr(args, "write_profile", False):
         from engines.cost import CostProfile
@@ -141,7 +184,7 @@ def main(args) -> int:
             return 2
         profile.prefill_ms_per_token = {"block": ms_per_token, "ar": ms_per_token}  # one encoder: the same weights in both engines
         print(f"wrote {profile.save(cold.path)}")
-    return 0 if all(r["identical"] for r in records) else 1
+    return 0 if all(r["identical"] for r in records + conversations) else 1
 
 
 def prefill_ms_per_token(records: list[dict]) -> float | None:

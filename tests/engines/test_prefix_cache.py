@@ -65,10 +65,48 @@ def test_a_head_the_template_does_not_repeat_or_a_short_one_is_not_cached(engine
         assert cached.generate(request).stats.prefix_tokens_reused == 0
 
 
+@pytest.mark.parametrize("mode", ["ar", "verified", "block"])
+def test_a_growing_conversation_reuses_its_previous_turns_and_answers_as_without_the_cache(engines, mode):
+    """Each turn sends the whole conversation again plus the last answer and a new question: the
+    cache finds the previous turn's head inside it, and every turn's answer is what an engine
+    without the cache gives, bit for bit."""
+    cached, plain = engines
+    cached.prefix_cache.clear()
+    messages = [{"role": "system", "content": SYSTEM}]
+    reused, heads = [], []
+    for t, question in enumerate(QUESTIONS * 2):
+        messages.append({"role": "user", "content": f"Turn {t}. {question} Answer in a few words, and keep the names as written."})
+        request = GenerationRequest(messages=list(messages), mode=mode, max_new_tokens=24, seed=3)
+        got, want = cached.generate(request), plain.generate(request)
+        assert got.token_ids == want.token_ids, f"turn {t}: the cache changed the answer"
+        reused.append(got.stats.prefix_tokens_reused)
+        heads.append(cached.prefix_length(request, cached.prompt_ids(request)))
+        messages.append({"role": "assistant", "content": got.text})
+    system = cached.prefix_bounds(request, cached.prompt_ids(request))[0]
+    assert reused[0] == 0
+    assert all(r >= system for r in reused[1:]), reused  # at least the system prompt, from the first turn on
+    assert all(r > system for r in reused[3:]), reused  # and from the third turn on, earlier turns too
+    assert all(r == h for r, h in zip(reused[1:], heads)), (reused, heads)  # each turn starts where the last one stored
+
+
+def test_a_prefill_is_cut_at_the_same_message_ends_whatever_follows(engines):
+    """The rule that makes cold and warm identical: a later turn cuts the shared head as the
+    earlier one did."""
+    cached, _ = engines
+    short = turn(QUESTIONS[0], "ar", history=4)
+    longer = GenerationRequest(messages=short.messages + [{"role": "assistant", "content": "Done. " * 30},
+                                                           {"role": "user", "content": QUESTIONS[1]}], mode="ar")
+    a, b = cached.prefix_bounds(short, cached.prompt_ids(short)), cached.prefix_bounds(longer, cached.prompt_ids(longer))
+    assert a and b[: len(a)] == a and len(b) > len(a)
+    assert all(later - earlier >= 64 for earlier, later in zip((0, *b), b))
+
+
 def test_the_cache_evicts_least_recently_used_prefixes_to_stay_within_its_tokens(engines):
     cached, _ = engines
     engine = DiffusionEngine(_loaded(cached), prefix_cache_tokens=400)
-    heads = [turn(QUESTIONS[0], "ar", history=h) for h in (0, 2, 4)]  # three different heads, ~100-150 tokens each
+    systems = [f"You are assistant number {i}. " + SYSTEM for i in range(3)]  # three different heads, ~100-150 tokens each
+    heads = [GenerationRequest(messages=[{"role": "system", "content": s}, {"role": "user", "content": QUESTIONS[0]}], mode="ar",
+                               max_new_tokens=4) for s in systems]
     for request in heads:
         engine.generate(request)
     stats = engine.prefix_cache.stats()
@@ -115,3 +153,6 @@ def test_bench_prefix_writes_the_records_the_checks_read_and_the_prefill_cost(tm
     for r in records:
         assert r["prefix_tokens"] >= r["target_prefix_tokens"] and r["identical"] is True
         assert r["ttft_ms_cold"] > 0 and r["ttft_ms_reused"] > 0  # speed is the benchmark's to show, not this test's
+    (conversation,) = report["conversations"]
+    assert conversation["identical"] is True and conversation["turns"] == 4
+    assert conversation["prefix_tokens_reused_last"] > 1024, "the last turn did not find the earlier turns in the cache"
