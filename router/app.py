@@ -50,7 +50,12 @@ class AppArgs(BaseModel):
     )
 
 
-def build_app(args: dict | None = None, gateway_replicas: int = 1):
+def build_app(args: dict | None = None):
+    """The application builder `serve run` calls (exactly one parameter: the config's `args`)."""
+    return application(args)
+
+
+def application(args: dict | None = None, gateway_replicas: int = 1):
     """The application; `gateway_replicas` for callers without a config's `deployments` section
     (`start_app`), which otherwise sets every deployment's replicas."""
     from ray import serve

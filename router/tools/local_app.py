@@ -49,7 +49,7 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
     import ray
     from ray import serve
 
-    from router.app import build_app
+    from router.app import application
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     for name, value in (BUSY_MACHINE_SERVE_TIMEOUTS | WORKER_PRIORITY).items():  # read by the raylet and Serve controller Ray starts next
@@ -58,7 +58,7 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
              configure_logging=False)
     port = port or free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port, **HTTP_LIMITS})
-    serve.run(build_app(args or {}, gateway_replicas=gateway_replicas), name="tandem", route_prefix="/")
+    serve.run(application(args or {}, gateway_replicas=gateway_replicas), name="tandem", route_prefix="/")
     url = f"http://127.0.0.1:{port}"
 
     def stop() -> None:

@@ -28,6 +28,21 @@ def test_config_is_valid(name):
     assert replicas >= 2, "one Gateway replica: when it dies, every new request waits out its restart"
 
 
+@pytest.mark.parametrize("name", ["serve_config.yaml", "serve_config.gpu.yaml"])
+def test_serve_run_can_build_the_app_from_the_config(name):
+    """What `serve run` does with the config's import_path and args, by Ray's own function (a
+    builder with a second parameter once broke `serve run serve_config.yaml` with nothing else failing)."""
+    import importlib
+
+    from ray.serve._private.api import call_user_app_builder_with_args_if_necessary
+    from ray.serve.deployment import Application
+
+    app = yaml.safe_load((REPO / name).read_text())["applications"][0]
+    module, _, attr = app["import_path"].partition(":")
+    builder = getattr(importlib.import_module(module), attr)
+    assert isinstance(call_user_app_builder_with_args_if_necessary(builder, app["args"]), Application)
+
+
 def test_gpu_config_puts_engines_on_gpus():
     app = yaml.safe_load((REPO / "serve_config.gpu.yaml").read_text())["applications"][0]
     args = AppArgs.model_validate(app["args"])
