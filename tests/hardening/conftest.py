@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "hardening-admin-" + uuid.uuid4().hex  # never to appear in a response
 REDIS_PASSWORD = "redis-pw-" + uuid.uuid4().hex  # part of the policy-store URL: a secret too
 GATEWAY_REPLICAS = 2
+BODY_TIMEOUT_S = 3.0  # TANDEM_BODY_TIMEOUT_S of the hardening app (the shipped default: 30 s)
 APP_ARGS = {
     "request_timeout_s": 8,
     "engine": {"threads": 1, "max_batch_size": 8, "max_queue": 64},  # the shipped default
@@ -125,9 +126,10 @@ def hardened_app(tiny_checkpoint, hardening_redis, tmp_path_factory):
     args = APP_ARGS | {"checkpoint": str(tiny_checkpoint), "policy_source": hardening_redis.bare_url, "key_prefix": prefix,
                        "telemetry": f"file:{out / 'telemetry.jsonl'}"}
     # two Gateway replicas, as serve_config.yaml runs: a killed one's new requests go to the other
-    secrets = {"TANDEM_ADMIN_TOKEN": ADMIN_TOKEN, "TANDEM_REDIS_PASSWORD": hardening_redis.password}
-    with child_app(args, out, secrets, gateway_replicas=GATEWAY_REPLICAS) as (url, _):
-        yield {"url": url, "prefix": prefix, "dir": out, "redis": hardening_redis}
+    # the body deadline short, so test_slow_clients.py stays short (every other test's body arrives at once)
+    env = {"TANDEM_ADMIN_TOKEN": ADMIN_TOKEN, "TANDEM_REDIS_PASSWORD": hardening_redis.password, "TANDEM_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S)}
+    with child_app(args, out, env, drop_env=("TANDEM_MAX_HEADER_BYTES",), gateway_replicas=GATEWAY_REPLICAS) as (url, port):
+        yield {"url": url, "port": port, "prefix": prefix, "dir": out, "redis": hardening_redis}
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,8 @@
 """Slow and oversized clients are bounded at the HTTP layer (issue 18 item 5): a body that trickles
 in is answered 408 and its connection closed once the body deadline passes; header lines over the
 limit are answered 431 and closed; a normal request works afterwards. Against a real app (Ray
-Serve's proxy in front of the Gateway) over raw sockets, with a short body deadline
-(TANDEM_BODY_TIMEOUT_S) so the test stays short; the proxy's limits in serve_config.yaml match
+Serve's proxy in front of the Gateway: the hardening app) over raw sockets, with a short body
+deadline (TANDEM_BODY_TIMEOUT_S) so the test stays short; the proxy's limits in serve_config.yaml match
 what router.tools.local_app gives every test app."""
 
 from __future__ import annotations
@@ -18,23 +18,17 @@ import httpx
 import pytest
 import yaml
 
-from tests.hardening.conftest import child_app
+from tests.hardening.conftest import BODY_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[2]
-BODY_TIMEOUT_S = 3.0
 SLACK_S = 10.0  # a loaded two-core machine: the answer may come this much after the deadline
 CHAT = {"model": "tandem", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 
 
 @pytest.fixture(scope="module")
-def slow_app(tiny_checkpoint, tmp_path_factory):
-    """The app in its own process and Ray cluster, with the body deadline shortened through the
-    environment its replicas inherit."""
-    args = {"checkpoint": str(tiny_checkpoint), "policy_source": str(REPO / "policies" / "default.yaml"),
-            "request_timeout_s": 8, "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 16}}
-    with child_app(args, tmp_path_factory.mktemp("slow-clients"), {"TANDEM_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S)},
-                   drop_env=("TANDEM_MAX_HEADER_BYTES",)) as (url, port):
-        yield {"url": url, "port": port}
+def slow_app(hardened_app):
+    """The hardening app: its replicas inherit a short body deadline (TANDEM_BODY_TIMEOUT_S)."""
+    return {"url": hardened_app["url"], "port": hardened_app["port"]}
 
 
 # ---- a raw client ----------------------------------------------------------------------------------------
