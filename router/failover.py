@@ -114,6 +114,8 @@ class Failover:
         if alt is None or self.view.health.is_down(ENGINE_OF_MODE[alt]):
             return None
         left_ms = (deadline - time.monotonic()) * 1000.0
+        if left_ms <= 0:  # the first attempt used the whole deadline
+            return None
         view = self.view.view()
         tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
         steps = gen.max_denoising_steps or getattr(self.router.cost, "steps", 0)

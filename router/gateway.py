@@ -5,8 +5,8 @@ engine deployment for the decided mode (`BlockEngine` serves block and verified,
 through one failover loop (`router.failover`: waits bounded by the request's deadline and the
 engines' health; on a failure once more in the policy's `on_engine_failure` mode, else the
 error) -> the OpenAI response or SSE chunks (tool calls read back by `router.tool_calls`), with
-the decision in headers and in a `tandem` body object -> the outcome: stats, metrics, shadow verification and the decisions log, off the
-request path.
+the decision in headers and in a `tandem` body object -> the outcome: stats, metrics, shadow
+verification and the decisions log, off the request path.
 
 Streamed and whole responses share that path. An answer with tools or a JSON response_format is
 decoded under its grammar (`router.structured`), so it parses whether it is streamed or not.
