@@ -42,40 +42,40 @@ def soak_report(hardened_app, tmp_path_factory):
     return {row["fault"].split(" ")[1]: row for row in report["faults"]} | {"total": report["total"]}
 
 
-def check_no_request_lost_or_hung(row: dict) -> None:
+def check_bounded(row: dict, wait_s: float | None = WAIT_PAST_KILL_S) -> None:
+    """Requests ended in the fault's window, none hung, none waited over `wait_s` past the fault
+    (None: not checked), and the fault was repaired."""
     assert row["requests"] > 0, f"no request ended in the window of {row['fault']}"
     assert row["hung"] == 0, f"{row['hung']} requests hung past the deadline: {row}"
+    if wait_s is not None:
+        assert row["max_wait_past_fault_s"] <= wait_s, f"a request waited {row['max_wait_past_fault_s']} s past the fault: {row}"
+    assert row["repaired_s"] is not None, f"{row['fault']}: not repaired: {row}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["ar", "block"])
 def test_an_engine_replica_killed_under_load_fails_fast_and_loses_under_one_percent(soak_report, engine):
     row = soak_report[engine]
-    check_no_request_lost_or_hung(row)
+    check_bounded(row)
     assert row["lost"] == 0, f"requests with no complete answer and no error: {row}"
     whole_failed = row["failed"] - row["streams_cut"]
     assert whole_failed < 0.01 * row["requests"], f"{whole_failed} of {row['requests']} failed: {row}"
     assert row["degraded"] >= 1, f"no request failed over: did the kill land mid-load? {row}"
-    assert row["max_wait_past_fault_s"] <= WAIT_PAST_KILL_S, f"a request waited {row['max_wait_past_fault_s']} s past the kill: {row}"
-    assert row["repaired_s"] is not None, f"the {engine} engine was not back in service: {row}"
 
 
 @pytest.mark.slow
 def test_the_gateway_replica_killed_under_load_ends_every_request_and_recovers(soak_report):
     row = soak_report["gateway"]
-    check_no_request_lost_or_hung(row)
+    check_bounded(row)
     assert row["failed"] <= 16, f"more failures than requests in flight at the kill: {row}"
     assert set(row["errors"]) <= {"500/not_an_openai_error_body", "500/http", "200/no_done", "0/RemoteProtocolError", "0/ReadError"}, row
-    assert row["max_wait_past_fault_s"] <= WAIT_PAST_KILL_S, f"a request waited {row['max_wait_past_fault_s']} s past the kill: {row}"
-    assert row["repaired_s"] is not None, f"no Gateway served again: {row}"
 
 
 @pytest.mark.slow
 def test_a_redis_stop_under_load_loses_no_request(soak_report):
     row = soak_report["redis"]
-    check_no_request_lost_or_hung(row)
+    check_bounded(row, wait_s=None)
     assert row["failed"] == 0 and row["lost"] == 0, row
-    assert row["repaired_s"] is not None, f"the policy store did not reconnect: {row}"
 
 
 @pytest.mark.slow
