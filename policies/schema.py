@@ -180,7 +180,11 @@ class Policy(_Strict):
     confidence_floor: float = Field(
         0.5, ge=0.0, le=1.0, description="Block mode needs a task-type probability at least this high; below it, safe_mode."
     )
-    safe_mode: Mode = Field("verified", description="Mode used instead of block when the classifier is not confident.")
+    safe_mode: Mode = Field("verified", description="Mode used instead of block when the classifier is not confident, "
+                                                    "or expects block's answer to differ from AR's.")
+    agreement_floor: float = Field(
+        0.5, ge=0.0, le=1.0, description="With a router retrained on logged shadow verification: block mode needs a predicted "
+                                         "probability at least this high that its answer is AR's; below it, safe_mode.")
     constrained_mode: Literal["verified", "ar"] = Field(
         "ar", description="Mode used instead of block for an answer under a grammar (tools, JSON Schema) with no fixed skeleton.")
     skeleton_mode: Mode = Field(

@@ -6,7 +6,10 @@ StandardScaler, CalibratedClassifierCV(SGDClassifier, sigmoid, ensemble=False)) 
 probabilities of the nine task types; `text_length`, a Ridge on the classifier's own features
 predicting log(1 + answer tokens) from the wording; and `length`, a quantile
 GradientBoostingRegressor on [task probabilities, text-length estimate, numeric features]
-predicting the p90 of log(1 + answer tokens). Plus `meta` (feature version, data hash, metrics).
+predicting the p90 of log(1 + answer tokens); and, in a router retrained on logged outcomes,
+`agreement`, a LogisticRegression on the classifier's features giving the probability that a
+block answer to the request is exactly AR's (labels: logged shadow verification). Plus `meta`
+(feature version, data hash, metrics).
 How they are built and fitted, and the sklearn reference path, live in router/training/fit.py.
 
 Serving path: sklearn's per-call overhead (input validation, sparse matrices, ColumnTransformer)
@@ -168,12 +171,14 @@ class _Trees:
 
 
 class RouterModel:
-    """A fitted classifier, text-length model and length regressor, with a lean per-request predictor."""
+    """A fitted classifier, text-length model, length regressor and (optional) agreement model,
+    with a lean per-request predictor."""
 
-    def __init__(self, classifier, text_length, length, meta: dict | None = None):
+    def __init__(self, classifier, text_length, length, meta: dict | None = None, agreement=None):
         self.classifier = classifier
         self.text_length = text_length
         self.length = length
+        self.agreement = agreement
         self.meta = dict(meta or {})
         self.classes: list[str] = [str(c) for c in classifier.classes_]
         self._compile()
@@ -189,8 +194,14 @@ class RouterModel:
         K = len(self.classes)
         if coef.shape[0] != K:
             raise ModelError(f"expected one-vs-rest weights for {K} classes, got {coef.shape[0]}")
-        # The text-length Ridge reads the same columns: one more output row, computed in the same pass.
-        coef = np.vstack([coef, np.asarray(self.text_length.coef_, dtype=np.float64).reshape(1, -1)])
+        # The text-length Ridge and the agreement model read the same columns: one more output row
+        # each, computed in the same pass.
+        extra = [np.asarray(self.text_length.coef_, dtype=np.float64).reshape(1, -1)]
+        intercepts = [float(self.text_length.intercept_)]
+        if self.agreement is not None:
+            extra.append(np.asarray(self.agreement.coef_, dtype=np.float64).reshape(1, -1))
+            intercepts.append(float(self.agreement.intercept_[0]))
+        coef = np.vstack([coef, *extra])
         self._texts: list[tuple[int, _Text]] = []
         for name, col in zip(TEXT_FIELDS, range(3)):
             vec = ct.named_transformers_[name]
@@ -204,7 +215,7 @@ class RouterModel:
         self._num_mean = np.asarray(scaler.mean_, dtype=np.float64)
         self._num_scale = np.asarray(scaler.scale_, dtype=np.float64)
         self._num_coef = np.ascontiguousarray(coef[:, sl])  # (K, N)
-        self._intercept = np.append(np.asarray(est.intercept_, dtype=np.float64), float(self.text_length.intercept_))
+        self._intercept = np.append(np.asarray(est.intercept_, dtype=np.float64), intercepts)
         # sigmoid calibrators, in the calibrated classifier's class order
         order = [self.classes.index(str(c)) for c in est.classes_]
         self._cal_a = np.zeros(K)
@@ -216,7 +227,7 @@ class RouterModel:
 
     # lean path
     def _decision(self, f: RequestFeatures) -> np.ndarray:
-        """K class decisions, then the text-length estimate (log(1 + tokens))."""
+        """K class decisions, the text-length estimate (log(1 + tokens)), then the agreement logit if any."""
         dec = self._intercept.copy()
         texts = (f.user, f.chars, f.context)
         for col, t in self._texts:
@@ -250,9 +261,14 @@ class RouterModel:
         K = len(self.classes)
         p = self._calibrate(dec[:K])
         k = int(p.argmax())
-        raw = self._trees.predict(np.concatenate([p, dec[K:], f.numeric]))
+        raw = self._trees.predict(np.concatenate([p, dec[K : K + 1], f.numeric]))
         tokens = max(1, math.ceil(math.expm1(raw)))
-        return Prediction(self.classes[k], float(p[k]), dict(zip(self.classes, p.tolist())), tokens)
+        agreement = _sigmoid(float(dec[K + 1])) if self.agreement is not None else None
+        return Prediction(self.classes[k], float(p[k]), dict(zip(self.classes, p.tolist())), tokens, agreement)
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 # --- loading ------------------------------------------------------------------------------------
@@ -276,4 +292,4 @@ def load_model(path: str | Path | None = None) -> RouterModel:
         raise ModelError(
             f"{path} was trained on feature version {meta.get('feature_version')}, this code computes version {FEATURE_VERSION}; retrain"
         )
-    return RouterModel(obj["classifier"], obj["text_length"], obj["length"], meta)
+    return RouterModel(obj["classifier"], obj["text_length"], obj["length"], meta, obj.get("agreement"))

@@ -12,6 +12,8 @@ Order of the rules (each named in `Decision.rule`):
 3. `task_default`: the key's task_modes over the policy's task_modes (fallback_mode if absent).
 4. `long_output`: block with a predicted length over block_max_canvases x largest canvas -> long_mode.
 5. `low_confidence`: block with confidence under the floor (the key's, else the policy's) -> safe_mode.
+   `disagreement`: block that a router retrained on logged shadow verification expects to write
+   something other than AR's answer (agreement under the policy's agreement_floor) -> safe_mode.
 6. `load`: with load_aware enabled and queue ratios given, an overloaded mode spills to the
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
@@ -113,6 +115,9 @@ class Router:
             if mode == "block" and conf < floor:
                 mode, rule = policy.safe_mode, "low_confidence"
                 why = f"task {task} at confidence {conf:.2f} < floor {floor:.2f}; safe mode {mode}"
+            elif mode == "block" and not self._block_agrees(pred, policy):
+                mode, rule = policy.safe_mode, "disagreement"
+                why = f"{why}; block expected to differ from AR (agreement {pred.agreement:.2f} < {policy.agreement_floor:.2f}); safe mode {mode}"
             la = policy.load_aware
             ratio = lambda m: view[ENGINE_OF_MODE[m]].queue_ratio if view and ENGINE_OF_MODE[m] in view else 0.0  # noqa: E731
             if la.enabled and view and ratio(mode) > la.max_queue_ratio:
@@ -122,7 +127,7 @@ class Router:
                         mode, rule, moved = alt, "load", True
                         break
             if la.enabled and la.cost_aware and self.cost is not None and view:
-                faster = self._faster_at_equal_quality(mode, tokens, policy, task, view, prompt)
+                faster = self._faster_at_equal_quality(mode, tokens, policy, task, view, prompt, self._block_agrees(pred, policy))
                 if faster is not None:
                     alt, gain, ms_here, ms_there = faster
                     why = f"{why}; est. {ms_here:.0f} ms in {mode} vs {ms_there:.0f} ms in {alt} ({gain:.1f}x), moved to {alt}"
@@ -143,17 +148,24 @@ class Router:
             why = f"{why}; p90 {tokens} tokens -> canvas {canvas}, {steps} steps"
         return Decision(
             mode=mode, canvas=canvas, steps=steps, reason=why, rule=rule, task=task, predicted_tokens=int(tokens),
-            confidence=round(conf, 4), policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
+            confidence=round(conf, 4), agreement=None if pred.agreement is None else round(pred.agreement, 4), policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
             load_aware=moved, request_id=req.request_id, structured=req.structured,
             prompt_tokens=prompt.tokens, prefix_tokens=prompt.head_tokens,
         )
 
-    def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize):
+    @staticmethod
+    def _block_agrees(pred: Prediction, policy) -> bool:
+        """Whether block's answer is expected to be AR's: always, unless the model has an agreement
+        head (trained on logged shadow verification) that says otherwise."""
+        return pred.agreement is None or pred.agreement >= policy.agreement_floor
+
+    def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
+                                 block_agrees: bool = True):
         """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
         least `min_gain` times faster than `mode`, else None. Verified and AR always count as equal
         (lossless); block joins them for the policy's equal_quality_tasks, within the policy's block
-        limit (block_max_canvases)."""
-        block_ok = task in policy.load_aware.equal_quality_tasks and tokens <= policy.block_limit_tokens
+        limit (block_max_canvases), unless the agreement head expects it to differ from AR."""
+        block_ok = block_agrees and task in policy.load_aware.equal_quality_tasks and tokens <= policy.block_limit_tokens
         same = {"verified", "ar"} | ({"block"} if block_ok else set())
         if mode not in same:
             return None

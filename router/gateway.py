@@ -232,13 +232,21 @@ class Gateway:
         self.telemetry.tokens_per_forward.record(s.tokens_per_forward, {"mode": mode})
         if mode == "verified":  # 0 when every draft was dropped unverified (AR steps wrote the answer)
             self.telemetry.acceptance.record(s.acceptance_rate, {"mode": mode})
-        if decision.shadow_verify and mode == "block":
-            self._spawn(self._shadow_verify(gen, result.token_ids))
+        outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
+                   "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
+                   "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "degraded": degraded}
+        self._spawn(self._after(call.route, decision, gen, result.token_ids, outcome,
+                                shadow=decision.shadow_verify and mode == "block"))
+
+    async def _after(self, route, decision, gen: GenerationRequest, answer_ids: list[int], outcome: dict, shadow: bool) -> None:
+        """Off the request path: shadow-verify a block answer, then log the decision with its outcome
+        (the agreement included: retraining learns from it where block's answers differ from AR's)."""
+        if shadow:
+            accepted = await self._shadow_verify(gen, answer_ids)
+            if accepted is not None:
+                outcome = outcome | {"shadow_agreement": round(accepted / len(answer_ids), 4)}
         if self.redis is not None:
-            outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
-                       "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
-                       "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "degraded": degraded}
-            self._spawn(asyncio.to_thread(self._log_decision, call.route, decision, outcome))
+            await asyncio.to_thread(self._log_decision, route, decision, outcome)
 
     def _error(self, status: int, code: str | None = None, decision=None, mode: str | None = None) -> None:
         """An answered error: /admin/stats, the requests counter and (with a decision: it was routed) the feed."""
@@ -259,18 +267,19 @@ class Gateway:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _shadow_verify(self, gen: GenerationRequest, answer_ids: list[int]) -> None:
-        """Check a block answer against the model's AR choice only to measure acceptance (the
-        policy's shadow_verify_rate): one encoder pass over prompt + answer, as verified mode's
-        commit pass would do; the client already has its answer."""
+    async def _shadow_verify(self, gen: GenerationRequest, answer_ids: list[int]) -> int | None:
+        """How many leading tokens of a block answer the model's AR choice accepts (the policy's
+        shadow_verify_rate): one encoder pass over prompt + answer, as verified mode's commit pass
+        would do; the client already has its answer. None when it could not be checked."""
         if not answer_ids:
-            return
+            return None
         try:
             accepted = await asyncio.wait_for(cancelling(self.engines["block"].agreement.remote(gen, answer_ids)), timeout=self.timeout_s)
         except Exception:
-            return
+            return None
         self.stats.shadow(len(answer_ids), accepted)
         self.telemetry.acceptance.record(accepted / len(answer_ids), {"mode": "block", "shadow": True})
+        return accepted
 
     def _log_decision(self, route, decision, outcome: dict) -> None:
         from router.decisions_log import log_decision, request_features

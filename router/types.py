@@ -58,10 +58,11 @@ class Decision(BaseModel):
     canvas: int | None = Field(..., description="Canvas size for block/verified (smallest that holds predicted_tokens); null for ar.")
     steps: int | None = Field(..., description="Denoising steps per canvas for block/verified; null for ar.")
     reason: str = Field(..., description="Human-readable explanation of the decision.")
-    rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, forced_model, forced_header, api_key, load, constrained, skeleton.")
+    rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, disagreement, forced_model, forced_header, api_key, load, constrained, skeleton.")
     task: str = Field(..., description="Predicted task type.")
     predicted_tokens: int = Field(..., description="Predicted high-quantile (p90) answer length, capped by max_tokens.")
     confidence: float = Field(..., description="Calibrated probability of the predicted task type.")
+    agreement: float | None = Field(None, description="Predicted probability that block's answer is AR's (a router retrained on logged shadow verification); null without that head.")
     policy_version: int = Field(..., description="Version of the policy that decided.")
     shadow_verify: bool = Field(False, description="Block answer to be verified by AR too, only to measure acceptance.")
     forced_by: Literal["model", "header", "api_key"] | None = Field(None, description="What forced the mode, if anything.")
@@ -89,3 +90,4 @@ class Prediction:
     confidence: float  # its calibrated probability
     probabilities: dict[str, float]  # every task type's calibrated probability
     predicted_tokens: int  # high-quantile answer length (before any max_tokens cap)
+    agreement: float | None = None  # P(a block answer is AR's answer), when the model was trained on logged shadow verification

@@ -30,7 +30,7 @@ def _errors_as_messages(fn):
 
 @_errors_as_messages
 def cmd_train(args: argparse.Namespace) -> int:
-    from router.training.train import format_report, train
+    from router.training.train import MIN_AGREEMENT_LABELS, format_report, train
 
     model, report, path = train(
         data=args.data, out=args.out, test=args.test, from_redis=args.from_redis, redis_stream=args.stream, base=not args.no_base, seed=args.seed
@@ -41,7 +41,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"skipped {seen['no_text']} of {seen['entries']} logged decisions: they carry no prompt text "
               "(retraining needs the gateway's decisions_log.store_text: true)")
     if seen and seen["unlabeled"]:
-        print(f"skipped {seen['unlabeled']} of {seen['entries']} logged decisions: no reviewed task, an unsure prediction or no output length")
+        print(f"skipped {seen['unlabeled']} of {seen['entries']} logged decisions: no task (reviewed or confident), length or shadow-verification label")
+    if seen and seen["entries"] > seen["no_text"] + seen["unlabeled"]:
+        print(f"labels from the log: {seen['task']} task, {seen['length']} length, {seen['agreement']} block agreement")
+    agree = model.meta.get("agreement_labels", {})
+    if agree.get("n"):
+        state = "fitted" if agree["fitted"] else f"not fitted: needs {MIN_AGREEMENT_LABELS} labels with both outcomes"
+        print(f"block agreement model: {agree['agree']} of {agree['n']} shadow-verified block answers were AR's; {state}")
     if report:
         print(format_report(report))
     return 0

@@ -3,8 +3,12 @@ stream `router.decisions_log` writes, `to_training_record` turns an entry into a
 
 Entries of format "1" carried the whole request in `features`; entries of format "2" carry prompt
 text only in the opt-in `text` field, and entries without it cannot be retrained on (they are
-counted and skipped). Task label: the outcome's reviewed `task` if present, else the router's own
-prediction when it was confident (a pseudo-label); length: the outcome's `output_tokens`.
+counted and skipped). Labels, each used by the head it trains (router/training/train.py):
+- task: the outcome's reviewed `task` if present, else the router's own prediction when it was
+  confident (a pseudo-label); an unsure entry has none;
+- length: the outcome's `output_tokens`;
+- block_agrees: for a block answer that was shadow-verified (policy shadow_verify_rate), whether AR
+  would have written exactly that answer (`shadow_agreement` == 1).
 """
 
 from __future__ import annotations
@@ -75,17 +79,24 @@ def read_decisions(redis_client, stream: str = STREAM, count: int | None = None,
 
 def to_training_record(entry: LoggedDecision) -> dict | None:
     """A data-set line from a logged decision, or None when it has no text (`entry.has_text`) or
-    no usable labels."""
+    no usable label."""
     from policies.schema import TASKS
 
+    if not entry.has_text:
+        return None
     task = entry.outcome.get("task")
     if task is None and float(entry.decision.get("confidence", 0.0)) >= PSEUDO_LABEL_MIN_CONFIDENCE:
         task = entry.decision.get("task")
+    task = task if task in TASKS else None
     tokens = entry.outcome.get("output_tokens")
-    if task not in TASKS or not isinstance(tokens, int) or tokens < 1 or not entry.has_text:
+    tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 1 else None
+    share = entry.outcome.get("shadow_agreement")
+    agrees = bool(share >= 1.0) if entry.outcome.get("mode") == "block" and isinstance(share, (int, float)) else None
+    if task is None and tokens is None and agrees is None:
         return None
     rec = {k: entry.text[k] for k in TEXT_KEYS if entry.text.get(k) is not None}
     if entry.features.get("max_tokens") is not None:
         rec["max_tokens"] = entry.features["max_tokens"]
-    rec.update(task=task, output_tokens=tokens, source=f"redis:{entry.id}")
+    labels = {"task": task, "output_tokens": tokens, "block_agrees": agrees}
+    rec.update({k: v for k, v in labels.items() if v is not None}, source=f"redis:{entry.id}")
     return rec

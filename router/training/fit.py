@@ -13,6 +13,10 @@ The artefact (see router/classifier.py for how serving reads it):
   the p90 length, which the policy compares with the canvas sizes and the cost model prices.
   router/training/train.py fits it on cross-validated probabilities and text estimates, so it
   sees their real error rather than their near-perfect training-set fit.
+- `agreement` (only when the data carry `block_agrees` labels, from logged shadow verification):
+  LogisticRegression(class_weight="balanced") on the classifier's fitted features, the
+  probability that block's answer to a request is exactly AR's. The router keeps a block
+  decision off block when it is low (policy `agreement_floor`).
 
 `predict_reference` runs the sklearn objects themselves (the artefact of record): the tests
 check the lean serving path against it and `tandem bench router` times it. `save_model` writes
@@ -80,6 +84,14 @@ def build_text_length(alpha: float = 1.0):
     return Ridge(alpha=alpha)
 
 
+def build_agreement(C: float = 1.0):
+    """Logistic regression from the request's features to "block's answer is AR's"; balanced,
+    because the logged labels come from whatever share of block answers disagreed."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=C, class_weight="balanced", max_iter=1000)
+
+
 def text_length_pipeline(alpha: float = 1.0):
     from sklearn.pipeline import Pipeline
 
@@ -130,6 +142,14 @@ def predict_reference(model: RouterModel, feats: list[RequestFeatures]) -> tuple
     return probs, tokens_from_log(raw)
 
 
+def agreement_reference(model: RouterModel, feats: list[RequestFeatures]) -> np.ndarray | None:
+    """P(block's answer is AR's) per row through the sklearn objects, or None without that head."""
+    if model.agreement is None:
+        return None
+    X = model.classifier.named_steps["features"].transform(to_matrix(feats))
+    return model.agreement.predict_proba(X)[:, list(model.agreement.classes_).index(1)]
+
+
 # --- saving -------------------------------------------------------------------------------------
 
 
@@ -140,8 +160,9 @@ def save_model(model: RouterModel, path: str | Path) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    blob = sio.dumps({"classifier": model.classifier, "text_length": model.text_length, "length": model.length,
-                      "meta_json": json.dumps(model.meta)}, compression=8)
+    parts = {"classifier": model.classifier, "text_length": model.text_length, "length": model.length,
+             "meta_json": json.dumps(model.meta)} | ({"agreement": model.agreement} if model.agreement is not None else {})
+    blob = sio.dumps(parts, compression=8)
     untrusted = set(sio.get_untrusted_types(data=blob)) - set(TRUSTED_TYPES)
     if untrusted:
         raise ModelError(f"model needs types outside router.classifier.TRUSTED_TYPES: {sorted(untrusted)}")

@@ -24,6 +24,7 @@ from router.features import FEATURE_VERSION, NUMERIC_FEATURES, features_of
 from router.classifier import RouterModel
 from router.training.fit import (
     QUANTILE,
+    build_agreement,
     build_classifier,
     build_length_regressor,
     build_text_length,
@@ -46,7 +47,6 @@ def fit(records: list[dict], seed: int = 0) -> RouterModel:
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     # Averaged SGD stops at max_iter on small data sets; the averaged weights are good by then.
     with warnings.catch_warnings():
@@ -54,23 +54,40 @@ def fit(records: list[dict], seed: int = 0) -> RouterModel:
         return _fit(records, seed)
 
 
+MIN_AGREEMENT_LABELS = 8  # logged shadow verifications needed (both outcomes present) to fit the agreement model
+
+
 def _fit(records: list[dict], seed: int) -> RouterModel:
+    """Each head trains on the records that carry its label: the task classifier on those with a
+    `task`, the length models on those with `output_tokens` (a logged answer whose task was unsure
+    still says how long it was), the agreement model on those with `block_agrees`."""
     from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
 
     feats = [features_of(r) for r in records]
     X = to_matrix(feats)
-    y = np.array([r["task"] for r in records])
+    has_task = np.array([r.get("task") is not None for r in records])
+    y = np.array([r["task"] for r in records if r.get("task") is not None])
     clf = build_classifier(seed=seed)
     # Out-of-fold probabilities: the length model must learn from the uncertainty it will see live.
     cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=seed)
-    oof = cross_val_predict(build_classifier(seed=seed), X, y, cv=cv, method="predict_proba", n_jobs=1)
-    clf.fit(X, y)
+    probs = np.zeros((len(records), len(set(y))))
+    probs[has_task] = cross_val_predict(build_classifier(seed=seed), X[has_task], y, cv=cv, method="predict_proba", n_jobs=1)
+    clf.fit(X[has_task], y)
     slim(clf)
-    lengths = np.log1p(np.array([r["output_tokens"] for r in records], dtype=np.float64))
-    text_length = build_text_length().fit(clf.named_steps["features"].transform(X), lengths)
-    oof_text = cross_val_predict(text_length_pipeline(), X, lengths, cv=KFold(n_splits=3, shuffle=True, random_state=seed), n_jobs=1)
+    if (~has_task).any():  # never seen by the classifier: its own probabilities are out of sample
+        probs[~has_task] = clf.predict_proba(X[~has_task])
+    F = clf.named_steps["features"].transform(X)
+    has_len = np.array([bool(r.get("output_tokens")) for r in records])
+    lengths = np.log1p(np.array([r["output_tokens"] for r in records if r.get("output_tokens")], dtype=np.float64))
+    text_length = build_text_length().fit(F[has_len], lengths)
+    oof_text = cross_val_predict(text_length_pipeline(), X[has_len], lengths, cv=KFold(n_splits=3, shuffle=True, random_state=seed), n_jobs=1)
     reg = build_length_regressor(seed)
-    reg.fit(length_inputs(oof, oof_text, feats), lengths)
+    reg.fit(length_inputs(probs[has_len], oof_text, [f for f, h in zip(feats, has_len) if h]), lengths)
+    has_agree = np.array([r.get("block_agrees") is not None for r in records])
+    agrees = np.array([int(bool(r["block_agrees"])) for r in records if r.get("block_agrees") is not None])
+    agreement = None
+    if len(agrees) >= MIN_AGREEMENT_LABELS and len(set(agrees.tolist())) == 2:
+        agreement = build_agreement().fit(F[has_agree], agrees)
     import sklearn
     import skops
 
@@ -80,12 +97,15 @@ def _fit(records: list[dict], seed: int) -> RouterModel:
         "classes": [str(c) for c in clf.classes_],
         "length_quantile": QUANTILE,
         "n_train": len(records),
+        "n_task_labels": int(has_task.sum()),
+        "n_length_labels": int(has_len.sum()),
+        "agreement_labels": {"n": len(agrees), "agree": int(agrees.sum()), "fitted": agreement is not None},
         "data_sha256": data_hash(records),
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sklearn": sklearn.__version__,
         "skops": skops.__version__,
     }
-    return RouterModel(clf, text_length, reg, meta)
+    return RouterModel(clf, text_length, reg, meta, agreement)
 
 
 def evaluate(model: RouterModel, records: list[dict], policy=None) -> dict:
@@ -165,20 +185,23 @@ def format_report(rep: dict) -> str:
 def redis_records(url: str, stream: str | None = None, count: int | None = None) -> tuple[list[dict], dict[str, int]]:
     """Data-set lines from the decisions stream, and what was read: `entries`, `no_text` (skipped:
     logged without prompt text, the default; retraining needs the gateway's
-    `decisions_log.store_text: true`), `unlabeled` (skipped: no reviewed task, an unsure
-    prediction, or no output length)."""
+    `decisions_log.store_text: true`), `unlabeled` (skipped: no task, length or agreement label),
+    and per label how many entries carried it (`task`, `length`, `agreement`)."""
     from policies.stores.base import redis_client
     from router.decisions_log import STREAM
     from router.training.decisions import read_decisions, to_training_record
 
     client = redis_client(url, socket_timeout=5)
-    recs, seen = [], {"entries": 0, "no_text": 0, "unlabeled": 0}
+    recs, seen = [], {"entries": 0, "no_text": 0, "unlabeled": 0, "task": 0, "length": 0, "agreement": 0}
     try:
         for e in read_decisions(client, stream or STREAM, count=count):
             seen["entries"] += 1
             rec = to_training_record(e) if e.has_text else None
             if rec is not None:
                 recs.append(rec)
+                seen["task"] += rec.get("task") is not None
+                seen["length"] += rec.get("output_tokens") is not None
+                seen["agreement"] += rec.get("block_agrees") is not None
             else:
                 seen["no_text" if not e.has_text else "unlabeled"] += 1
     finally:
@@ -205,7 +228,7 @@ def train(
         extra, redis_seen = redis_records(from_redis, redis_stream)
         n_redis = len(extra)
         records += extra
-    if len({r["task"] for r in records}) < 2:
+    if len({r["task"] for r in records if r.get("task") is not None}) < 2:
         why = ""
         if redis_seen and redis_seen["no_text"]:
             why = (f"; {redis_seen['no_text']} of {redis_seen['entries']} logged decisions carry no prompt text "

@@ -96,18 +96,29 @@ def test_spans_and_metrics_are_exported(base_url, serve_app):
         assert metric in names
 
 
+def logged_entry(serve_app, request_id: str, timeout_s: float = 30.0) -> dict | None:
+    """The decisions-stream entry of one request (logged off the request path: polled for)."""
+    client = redis.Redis.from_url(serve_app["redis_url"], decode_responses=True)
+    deadline = time.time() + timeout_s
+    try:
+        while time.time() < deadline:
+            mine = [e for _, e in client.xrevrange(f"{serve_app['prefix']}decisions", count=50)
+                    if json.loads(e["decision"])["request_id"] == request_id]
+            if mine:
+                return mine[0]
+            time.sleep(0.1)
+    finally:
+        client.close()
+    return None
+
+
 def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
     client = redis.Redis.from_url(serve_app["redis_url"], decode_responses=True)
     stream = f"{serve_app['prefix']}decisions"
     r = chat(base_url, model="tandem-ar")
     assert r.status_code == 200
-    mine = []
-    deadline = time.time() + 5
-    while not mine and time.time() < deadline:  # logged off the request path: poll for it
-        mine = [e for _, e in client.xrevrange(stream, count=50) if json.loads(e["decision"])["request_id"] == r.json()["id"]]
-        time.sleep(0.1)
-    assert mine, "the decision never reached the stream"
-    entry = mine[0]
+    entry = logged_entry(serve_app, r.json()["id"], timeout_s=5)
+    assert entry is not None, "the decision never reached the stream"
     decision, outcome = json.loads(entry["decision"]), json.loads(entry["outcome"])
     assert decision["mode"] == "ar"
     assert outcome["output_tokens"] == r.json()["usage"]["completion_tokens"]
@@ -115,9 +126,10 @@ def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
     features = json.loads(entry["features"])
     assert features["prompt_chars"] == len(MSG[0]["content"]) and features["numeric"]["log_user_turns"] > 0
     assert 0 < client.pttl(stream) <= 7 * 86_400_000  # entries expire
+    client.close()
 
 
-def test_shadow_verification_measures_acceptance_of_block_answers(base_url, admin_headers):
+def test_shadow_verification_measures_acceptance_of_block_answers_and_logs_it_for_retraining(base_url, admin_headers, serve_app):
     current = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
     applied = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current | {"shadow_verify_rate": 1.0}})
     assert applied.status_code == 200, applied.text
@@ -130,5 +142,9 @@ def test_shadow_verification_measures_acceptance_of_block_answers(base_url, admi
             rate = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10).json()["shadow_acceptance_rate"]
             time.sleep(0.2)
         assert rate is not None and 0.0 <= rate <= 1.0
+        entry = logged_entry(serve_app, r.json()["id"])
+        assert entry is not None, "the decision never reached the stream"
+        outcome = json.loads(entry["outcome"])
+        assert outcome["mode"] == "block" and 0.0 <= outcome["shadow_agreement"] <= 1.0  # the agreement label retraining reads
     finally:
         httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current | {"shadow_verify_rate": 0.0}})

@@ -184,7 +184,7 @@ def test_the_entry_cap_is_exact_and_the_reader_pages(prefix):
 
 # ---- retraining ---------------------------------------------------------------------------------------
 
-def test_training_labels_prefer_reviewed_task_and_skip_unsure_pseudo_labels(prefix):
+def test_training_labels_prefer_reviewed_task_keep_unsure_lengths_and_read_shadow_agreement(prefix):
     client = redis_client()
     stream = prefix + "decisions"
     f = request_features({"messages": [{"role": "user", "content": "hi"}]})
@@ -192,8 +192,11 @@ def test_training_labels_prefer_reviewed_task_and_skip_unsure_pseudo_labels(pref
     log_decision(client, f, {"task": "short_qa", "confidence": 0.5}, {"output_tokens": 5}, TEXT_ON, stream=stream)
     log_decision(client, f, {"task": "short_qa", "confidence": 0.95}, {"output_tokens": 5}, TEXT_ON, stream=stream)
     log_decision(client, f, {"task": "short_qa", "confidence": 0.95}, {}, TEXT_ON, stream=stream)
+    for mode, share in (("block", 1.0), ("block", 0.4), ("ar", 1.0)):  # only a block answer's shadow check says if block agrees
+        log_decision(client, f, {"task": "short_qa", "confidence": 0.3}, {"mode": mode, "shadow_agreement": share}, TEXT_ON, stream=stream)
     recs = [to_training_record(e) for e in read_decisions(client, stream)]
-    assert [r and r["task"] for r in recs] == ["write", None, "short_qa", None]
+    labels = [r and (r.get("task"), r.get("output_tokens"), r.get("block_agrees")) for r in recs]
+    assert labels == [("write", 5, None), (None, 5, None), ("short_qa", 5, None), ("short_qa", None, None), (None, None, True), (None, None, False), None]
     client.close()
 
 
@@ -213,7 +216,7 @@ def test_retraining_reads_text_entries_old_and_new_and_counts_those_without(pref
     recs, seen = redis_records(redis_url, stream)
     assert [r["messages"][0]["content"] for r in recs] == ["Label: great phone.", "Label: ok phone."]
     assert recs[0]["max_tokens"] == 8
-    assert seen == {"entries": 6, "no_text": 3, "unlabeled": 1}
+    assert seen == {"entries": 6, "no_text": 3, "unlabeled": 1, "task": 2, "length": 2, "agreement": 0}
     client.close()
 
 

@@ -1,30 +1,81 @@
-"""Retraining from logged outcomes (issue 14 item 5), on a workload the router was not trained on:
-the 28 hand-written prompts of tests/data/realistic_prompts.jsonl. Each is routed by the shipped
-router, answered by the shipped model (AR, greedy) and logged to a real Redis stream as the
-Gateway logs it (decisions_log.store_text on); `train(from_redis=...)` (what `tandem router
-train --from-redis` runs) fits a new router on the shipped data plus those entries. Its length
-predictions follow what the model really wrote on that workload: more answers inside the
-predicted p90 and a smaller error, so canvases and the long-output rule are sized by the
-outcomes, and the decisions change where they said so."""
+"""Retraining from logged outcomes (issue 14 item 5), on a workload the router was not trained on.
+
+The logged traffic is what a Gateway with `decisions_log.store_text` on and `shadow_verify_rate`
+1.0 would write for a mix of the 28 hand-written prompts of tests/data/realistic_prompts.jsonl
+and some task-suite test items: each request routed by the shipped router, answered by the
+shipped model in the mode it was routed to (greedy), a block answer checked against AR's choice
+(`engine.agreement`, the shadow check), logged to a real Redis stream with its outcome. Then
+`train(from_redis=...)` (what `tandem router train --from-redis` runs) fits a new router on the
+shipped data plus those entries, and the decisions change where the outcomes say they should:
+- lengths follow what the model wrote (more answers inside the predicted p90, smaller error);
+- block answers that differed from AR's (every realistic prompt the shipped router sends to
+  block) teach the agreement head, and those prompts move to a lossless mode, so the router's
+  answers on that workload become AR's; block answers that were AR's (the suite's labels and
+  code) stay on block, on suite items that were never logged too.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from engines import DiffusionEngine
 from engines.defaults import SHIPPED_CHECKPOINT
+from engines.training.tasks import TASK_FAMILIES, generate_suite
 from engines.types import GenerationRequest
 from router.decide import Router
 from router.decisions_log import DecisionsLogSettings, log_decision, request_features
 from router.training.train import train
 from router.types import RouteRequest
-from tests.policies.helpers import redis_client
+from tests.policies.helpers import REDIS_URL, redis_client
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "data" / "realistic_prompts.jsonl"
 MAX_TOKENS = 96
+
+
+@dataclass
+class Served:
+    """One request as the Gateway would have served and logged it."""
+
+    id: str
+    request: RouteRequest
+    decision: object  # router.types.Decision
+    text: str  # the answer in the decided mode
+    tokens: int  # its length
+    ar_text: str  # AR's answer (the lossless reference)
+    agreement: float | None = None  # block answers: the share of the answer AR's choice accepts
+
+
+class Outcomes:
+    def __init__(self, engine: DiffusionEngine):
+        self.engine = engine
+
+    def serve(self, id_: str, request: RouteRequest, decision) -> Served:
+        gen = lambda mode: GenerationRequest(messages=request.messages, mode=mode, max_new_tokens=MAX_TOKENS,  # noqa: E731
+                                             canvas=decision.canvas, max_denoising_steps=decision.steps)
+        ar = self.engine.generate(gen("ar"))
+        if decision.mode == "ar":
+            return Served(id_, request, decision, ar.text, ar.stats.output_tokens, ar.text)
+        out = self.engine.generate(gen(decision.mode))
+        agreement = None
+        if decision.mode == "block":
+            agreement = self.engine.agreement(gen("ar"), out.token_ids) / max(1, len(out.token_ids))
+        return Served(id_, request, decision, out.text, out.stats.output_tokens, ar.text, agreement)
+
+
+def realistic_requests() -> list[tuple[str, RouteRequest]]:
+    items = [json.loads(line) for line in WORKLOAD.read_text().splitlines() if line.strip()]
+    return [(it["id"], RouteRequest(messages=it["messages"], max_tokens=MAX_TOKENS)) for it in items]
+
+
+def suite_requests(seed: int) -> list[tuple[str, RouteRequest]]:
+    items = generate_suite(3, split="test", seed=seed, families=TASK_FAMILIES)
+    return [(f"{it.family}-{seed}-{j}", RouteRequest(messages=it.messages, max_tokens=MAX_TOKENS)) for j, it in enumerate(items)]
 
 
 def length_fit(decisions, observed) -> tuple[float, float]:
@@ -34,33 +85,68 @@ def length_fit(decisions, observed) -> tuple[float, float]:
     return inside, error
 
 
-def test_retraining_on_logged_outcomes_moves_the_routers_lengths_to_what_the_model_wrote(redis_url, tmp_path):
-    items = [json.loads(line) for line in WORKLOAD.read_text().splitlines() if line.strip()]
-    requests = [RouteRequest(messages=it["messages"], max_tokens=MAX_TOKENS) for it in items]
-    shipped = Router()
-    before = [shipped.decide(r) for r in requests]
-    engine = DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT)
-    observed = [engine.generate(GenerationRequest(messages=it["messages"], mode="ar", max_new_tokens=MAX_TOKENS)).stats.output_tokens
-                for it in items]
+def same_as_ar(served: list[Served]) -> float:
+    return sum(s.text == s.ar_text for s in served) / len(served)
 
+
+@pytest.fixture(scope="module")
+def retrained(tmp_path_factory):
+    """Serve and log the realistic prompts and suite items (seed 1) with the shipped router, retrain
+    from the log; the shipped and retrained routers, the outcomes, and the model's metadata."""
+    shipped = Router()
+    outcomes = Outcomes(DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT))
+    logged = {name: [outcomes.serve(id_, r, shipped.decide(r)) for id_, r in reqs]
+              for name, reqs in (("realistic", realistic_requests()), ("suite", suite_requests(seed=1)))}
     stream = f"tandem-test-{uuid.uuid4().hex[:8]}:decisions"
     client = redis_client()
     try:
-        for request, decision, tokens in zip(requests, before, observed):
-            outcome = {"mode": "ar", "output_tokens": tokens, "finish_reason": "stop", "latency_ms": 1.0}
-            assert log_decision(client, request_features(request), decision.model_dump(mode="json"), outcome,
+        for s in logged["realistic"] + logged["suite"]:
+            outcome = {"mode": s.decision.mode, "output_tokens": s.tokens, "finish_reason": "stop", "latency_ms": 1.0}
+            if s.agreement is not None:
+                outcome["shadow_agreement"] = round(s.agreement, 4)
+            assert log_decision(client, request_features(s.request), s.decision.model_dump(mode="json"), outcome,
                                 DecisionsLogSettings(store_text=True), stream=stream)
-        model, _, path = train(from_redis=redis_url, redis_stream=stream, out=tmp_path / "retrained.skops")
+        model, _, path = train(from_redis=REDIS_URL, redis_stream=stream, out=tmp_path_factory.mktemp("router") / "retrained.skops")
     finally:
         client.delete(stream, f"{stream}:acct")
         client.close()
-    after = [Router(model_path=str(path)).decide(r) for r in requests]
+    return shipped, Router(model_path=str(path)), outcomes, logged, model.meta
 
-    (inside_before, error_before), (inside_after, error_after) = length_fit(before, observed), length_fit(after, observed)
-    changed = [(it["id"], b.mode, a.mode, b.canvas, a.canvas) for it, b, a in zip(items, before, after) if (b.mode, b.canvas) != (a.mode, a.canvas)]
-    print(f"\nretrained on {model.meta['n_from_redis']} logged outcomes ({model.meta['redis_entries']}): answers within p90 "
+
+def test_retraining_moves_the_routers_lengths_to_what_the_model_wrote(retrained):
+    shipped, after_router, _, logged, meta = retrained
+    served = logged["realistic"]
+    after = [after_router.decide(s.request) for s in served]
+    observed = [s.tokens for s in served]
+    (inside_before, error_before) = length_fit([s.decision for s in served], observed)
+    (inside_after, error_after) = length_fit(after, observed)
+    changed = [(s.id, s.decision.canvas, a.canvas) for s, a in zip(served, after) if a.mode != "ar" and s.decision.canvas != a.canvas]
+    print(f"\nretrained on {meta['n_from_redis']} logged entries ({meta['redis_entries']}): answers within p90 "
           f"{inside_before:.2f} -> {inside_after:.2f}, mean |log2 error| {error_before:.2f} -> {error_after:.2f}; "
-          f"decisions changed (id, mode, canvas before -> after): {changed}")
-    assert model.meta["n_from_redis"] >= 8, "too few logged outcomes became labels"
+          f"canvases changed (id, before -> after): {changed}")
+    assert meta["redis_entries"]["length"] == len(logged["realistic"]) + len(logged["suite"])  # unsure tasks keep their length
     assert inside_after > inside_before and error_after < error_before
-    assert changed, "no decision followed the outcomes"
+
+
+def test_block_answers_that_differed_from_ar_move_their_prompts_to_a_lossless_mode(retrained):
+    shipped, after_router, outcomes, logged, meta = retrained
+    assert meta["agreement_labels"]["fitted"], meta["agreement_labels"]
+    rows = []
+    for name, served in (("realistic (logged)", logged["realistic"]), ("suite (logged)", logged["suite"]),
+                         ("suite (never logged)", [outcomes.serve(i, r, shipped.decide(r)) for i, r in suite_requests(seed=2)])):
+        after = [outcomes.serve(s.id, s.request, after_router.decide(s.request)) for s in served]
+        block_before = [s for s in served if s.decision.mode == "block"]
+        kept = [a for s, a in zip(served, after) if s.decision.mode == "block" and a.decision.mode == "block"]
+        rows.append((name, len(served), len(block_before), sum(s.text == s.ar_text for s in block_before), len(kept),
+                     same_as_ar(served), same_as_ar(after)))
+        for s, a in zip(served, after):
+            if s.decision.mode == "block" and s.text != s.ar_text:
+                assert a.decision.mode != "block", f"{s.id}: block differed from AR and still goes to block ({a.decision.reason})"
+    print("\n| workload | requests | block before | of them == AR | still block after | answers == AR before | after |")
+    for row in rows:
+        print("| " + " | ".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in row) + " |")
+    (real, suite_logged, suite_new) = rows
+    assert real[2] >= 4 and real[3] < real[2], "the realistic workload should show block answers unlike AR's"
+    assert real[6] == 1.0 > real[5], "every realistic answer should be AR's after retraining"
+    for name, _, block, agree, kept, before, after in (suite_logged, suite_new):
+        assert kept >= agree - 1 and after >= before - 1 / 21, f"{name}: block answers that were AR's should mostly stay on block"
