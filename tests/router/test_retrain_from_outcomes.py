@@ -30,6 +30,8 @@ from engines.training.tasks import TASK_FAMILIES, generate_suite
 from engines.types import GenerationRequest
 from router.decide import Router
 from router.decisions_log import DecisionsLogSettings, log_decision, request_features
+from router.features import extract_features
+from router.training.fit import agreement_reference
 from router.training.train import train
 from router.types import RouteRequest
 from tests.policies.helpers import REDIS_URL, redis_client
@@ -57,7 +59,7 @@ class Outcomes:
 
     def serve(self, id_: str, request: RouteRequest, decision) -> Served:
         gen = lambda mode: GenerationRequest(messages=request.messages, mode=mode, max_new_tokens=MAX_TOKENS,  # noqa: E731
-                                             canvas=decision.canvas, max_denoising_steps=decision.steps)
+                                             canvas=decision.canvas, max_denoising_steps=decision.steps, seed=0)
         ar = self.engine.generate(gen("ar"))
         if decision.mode == "ar":
             return Served(id_, request, decision, ar.text, ar.stats.output_tokens, ar.text)
@@ -142,11 +144,22 @@ def test_block_answers_that_differed_from_ar_move_their_prompts_to_a_lossless_mo
         for s, a in zip(served, after):
             if s.decision.mode == "block" and s.text != s.ar_text:
                 assert a.decision.mode != "block", f"{s.id}: block differed from AR and still goes to block ({a.decision.reason})"
+                assert a.decision.rule in ("disagreement", "long_output", "low_confidence"), a.decision.reason
     print("\n| workload | requests | block before | of them == AR | still block after | answers == AR before | after |")
     for row in rows:
         print("| " + " | ".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in row) + " |")
     (real, suite_logged, suite_new) = rows
+    assert any(after_router.decide(s.request).rule == "disagreement" for s in logged["realistic"])
     assert real[2] >= 4 and real[3] < real[2], "the realistic workload should show block answers unlike AR's"
     assert real[6] == 1.0 > real[5], "every realistic answer should be AR's after retraining"
     for name, _, block, agree, kept, before, after in (suite_logged, suite_new):
         assert kept >= agree - 1 and after >= before - 1 / 21, f"{name}: block answers that were AR's should mostly stay on block"
+
+
+def test_the_agreement_head_serves_what_its_sklearn_model_predicts(retrained):
+    _, after_router, _, logged, _ = retrained
+    model = after_router.model
+    feats = [extract_features(s.request.messages, s.request.max_tokens) for s in logged["realistic"] + logged["suite"]]
+    lean = [model.predict(f).agreement for f in feats]
+    assert all(abs(a - b) < 1e-9 for a, b in zip(lean, agreement_reference(model, feats)))
+    assert Router().predict(logged["suite"][0].request).agreement is None  # the shipped router has no such head
