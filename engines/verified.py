@@ -220,13 +220,17 @@ def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCos
         drafting.join(moving)
     if not drafting.live:
         return None
+    # Plans are priced at the batch's size: rows that joined can make a draft too dear for some
+    # (or all) of the batch; those take AR steps this round, like rows without room for the canvas.
     wanted = plans(drafting, len(drafting.live))
     canvas = max(c for c, _ in wanted)
     room = [context - len(r.prompt_ids) - len(r.output) for r in drafting.live]
-    short = [j for j, left in enumerate(room) if left < canvas]
-    if short:  # rows without room for this round's canvas take AR steps meanwhile
-        stepping.join(drafting.take(short))
-        wanted = [w for j, w in enumerate(wanted) if j not in set(short)]
+    out = [j for j, ((c, _), left) in enumerate(zip(wanted, room)) if c == 0 or left < canvas]
+    if out:
+        stepping.join(drafting.take(out))
+        wanted = [w for j, w in enumerate(wanted) if j not in set(out)]
+    if canvas == 0 or not drafting.live:
+        return None
     return replace(params, canvas=canvas, steps=max(s for c, s in wanted if c == canvas))
 
 

@@ -17,6 +17,7 @@ import logging
 import os
 
 from fastapi import Depends, FastAPI, Request
+from ray.exceptions import TaskCancelledError
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
@@ -183,7 +184,10 @@ class ReadLimits:
         async def bounded_receive():
             nonlocal body_done
             if body_done:
-                return await receive()
+                try:
+                    return await receive()
+                except TaskCancelledError:  # Ray's proxy cancels the wait when the client goes away: a disconnect
+                    return {"type": "http.disconnect"}
             try:
                 async with asyncio.timeout_at(deadline):
                     message = await receive()

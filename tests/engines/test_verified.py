@@ -147,6 +147,18 @@ def test_drafts_that_never_agree_cost_a_few_probes(engine):
     assert verified.stats.encoder_calls <= ar.stats.encoder_calls + 2
 
 
+@pytest.mark.parametrize("rows", [2, 4])
+def test_a_batch_whose_drafts_stop_paying_goes_on_by_ar_steps(engine, rows):
+    # Drafts are priced at the batch's size: when rows probe together, a plan made for one row can
+    # be too dear for the batch. Those rows take AR steps that round; before, the round drafted a
+    # canvas of 0 tokens and the batch failed (seen at 2 rows and 200 tokens on the random model).
+    requests = [chat(PROMPTS[j % len(PROMPTS)], mode="verified", max_new_tokens=200, stop_token_ids=[], seed=0) for j in range(rows)]
+    verified = engine.generate_batch(requests)
+    for request, out in zip(requests, verified):
+        ar = engine.generate(chat(request.messages[-1]["content"], mode="ar", max_new_tokens=200, stop_token_ids=[]))
+        assert out.token_ids == ar.token_ids and out.stats.output_tokens == 200
+
+
 def test_first_draft_is_granted_and_sized_for_short_answers(engine):
     from engines.drafting import FIRST_CANVAS, DraftControl
 
