@@ -207,7 +207,7 @@ def main(args) -> int:
     else:
         from router.tools.local_app import start_app
 
-        app = start_app({"checkpoint": args.checkpoint})
+        app = start_app({"checkpoint": args.checkpoint, "router_model": args.router_model})
         url, stop = app.url, app.stop
     runs = []
     try:
@@ -303,6 +303,7 @@ def register(bench_commands) -> None:
     p = bench_commands.add_parser("serve", help="all-AR / all-block / all-verified / router through HTTP on the task suite")
     p.add_argument("--url", default=None, help="a running app (default: start one in-process)")
     p.add_argument("--checkpoint", default=None, help="checkpoint for the in-process app (default: the shipped model)")
+    p.add_argument("--router-model", default=None, help="router model (.skops) for the in-process app (default: the shipped router)")
     p.add_argument("--workload", choices=("suite", "realistic"), default="suite",
                    help="suite: the task suite's test split; realistic: tests/data/realistic_prompts.jsonl, scored against all-AR")
     p.add_argument("--prompts", default=None, help="with --workload realistic: another JSONL of {id, kind, messages}")
