@@ -148,7 +148,8 @@ class Router:
             why = f"{why}; p90 {tokens} tokens -> canvas {canvas}, {steps} steps"
         return Decision(
             mode=mode, canvas=canvas, steps=steps, reason=why, rule=rule, task=task, predicted_tokens=int(tokens),
-            confidence=round(conf, 4), agreement=None if pred.agreement is None else round(pred.agreement, 4), policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
+            confidence=round(conf, 4), agreement=None if pred.agreement is None else round(pred.agreement, 4),
+            policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
             load_aware=moved, request_id=req.request_id, structured=req.structured,
             prompt_tokens=prompt.tokens, prefix_tokens=prompt.head_tokens,
         )

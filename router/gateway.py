@@ -235,8 +235,9 @@ class Gateway:
         outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
                    "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
                    "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "degraded": degraded}
-        self._spawn(self._after(call.route, decision, gen, result.token_ids, outcome,
-                                shadow=decision.shadow_verify and mode == "block"))
+        shadow = decision.shadow_verify and mode == "block"
+        if shadow or self.redis is not None:
+            self._spawn(self._after(call.route, decision, gen, result.token_ids, outcome, shadow))
 
     async def _after(self, route, decision, gen: GenerationRequest, answer_ids: list[int], outcome: dict, shadow: bool) -> None:
         """Off the request path: shadow-verify a block answer, then log the decision with its outcome

@@ -17,9 +17,9 @@ import logging
 import os
 
 from fastapi import Depends, FastAPI, Request
-from ray.exceptions import TaskCancelledError
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from ray.exceptions import TaskCancelledError
 from starlette.exceptions import HTTPException
 
 from engines.errors import (

@@ -202,6 +202,15 @@ def main(args) -> int:
     else:
         items = generate_suite(args.n, split="test", seed=args.seed, families=TASK_FAMILIES)
     random.Random(args.seed).shuffle(items)
+    if args.router_model:  # refused here, not after the app has waited minutes for a Gateway that cannot start
+        from router.classifier import ModelError, load_model
+
+        if args.url:
+            raise SystemExit("tandem: --router-model is for the in-process app; a running app at --url routes with its own")
+        try:
+            load_model(args.router_model)
+        except ModelError as exc:
+            raise SystemExit(f"tandem: --router-model: {exc}") from None
     if args.url:
         url, stop = args.url, None
     else:

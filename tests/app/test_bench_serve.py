@@ -98,3 +98,11 @@ def test_bad_arguments_are_refused_before_any_work(args, message, capsys):
     with pytest.raises(SystemExit) as exc:
         tandem(["bench", "serve", *args])
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [(["--router-model", "/nonexistent/router.skops"], "no router model at /nonexistent"),
+                                           (["--router-model", "router/models/default.skops", "--url", "http://127.0.0.1:9"], "--url routes with its own")])
+def test_a_router_model_the_app_could_not_load_is_refused_before_any_app_starts(args, message):
+    with pytest.raises(SystemExit) as exc:
+        tandem(["bench", "serve", *args])
+    assert message in str(exc.value.code)

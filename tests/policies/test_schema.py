@@ -66,6 +66,7 @@ def test_api_keys_match_in_clear_or_by_sha256():
         ({"canvas_sizes": [128, 64]}, "canvas_sizes", ["ascending"]),
         ({"canvas_sizes": []}, "canvas_sizes", ["at least one"]),
         ({"confidence_floor": 1.5}, "confidence_floor", ["less than or equal to 1"]),
+        ({"agreement_floor": -0.2}, "agreement_floor", ["greater than or equal to 0"]),
         ({"steps": 0}, "steps", ["greater than or equal to 1"]),
         ({"steps_by_task": {"code": 999}}, "steps_by_task", ["1..256"]),
         ({"safe_mode": "turbo"}, "safe_mode", ["block", "verified", "ar"]),
