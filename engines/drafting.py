@@ -5,12 +5,16 @@ Drafts adapt per row (`DraftControl`), priced in AR steps by the engine's cost p
 (`DraftCosts`): a round costs its denoising steps, the verify pass and the correction, and writes
 its accepted prefix plus one token. Each row holds a *credit*, the AR steps it may still lose to
 drafts that miss: its first draft (`FIRST_CANVAS` tokens, `FIRST_STEPS` steps) is granted, a
-round adds what it saved (or takes what it lost), and every token written adds `ALLOWANCE`. A row drafts only what its credit covers if the whole
+round adds what it saved (or takes what it lost), and every token written adds `ALLOWANCE`. The
+first draft is granted only where a fully accepted one would pay (`DraftControl.granted`). A row drafts only what its credit covers if the whole
 draft were rejected (smaller canvases, fewer steps), else it writes by plain AR steps in the same
 request until the allowance has paid for a new try. So a request whose drafts miss costs about
 AR's time plus its first draft. Canvases grow after a fully accepted draft and shrink toward what
 was accepted after a miss; the step budget stops where even a fully accepted draft would no longer
-write `TARGET_GAIN` times what AR writes in the same time.
+write `TARGET_GAIN` times what AR writes in the same time. A row drafts only where AR is sure of its
+next token (`SURE_ENTROPY`): a draft is accepted from its first token on, so where AR itself
+hesitates the draft rarely matches, and the row writes that token by an AR step (the first draft's
+grant waits for such a position: an answer AR is unsure of from its start costs AR's time).
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ FIRST_CANVAS = 32  # the first draft's most tokens: most structured answers fit,
 # there: measured on the shipped model, drafts AR accepts sit under 0.55 (extractions up to 1.4),
 # drafts it rejects at 1.6 and up (engines.block.head_entropy; docs/engines.md).
 ABANDON_ENTROPY = 1.0
+# A row drafts only while the entropy (nats) of AR's choice for its next position is under this.
+# Measured on the shipped model: along the suite's summaries, plans and code, whose drafts AR
+# accepts, it stays under 0.1 (0.3 at most); realistic free text and writing, whose drafts AR
+# rejects, run 1-3 nats, and the shortest answers start at 2.2-2.8 (docs/engines.md).
+SURE_ENTROPY = 0.5
 
 
 class DraftCosts:
@@ -71,6 +80,8 @@ class DraftControl:
     credit: float = 0.0  # AR steps this row may still lose to drafts that miss
     first: bool = True  # the first draft is granted whatever the credit
     misses: int = 0  # rounds in a row that lost time against AR (each halves the allowance)
+    sure: bool = True  # whether AR is sure of the row's next token (SURE_ENTROPY): only then does it draft
+    ends_in: int | None = None  # tokens the last draft still had before its end, past what was written
 
     @classmethod
     def start(cls, params: BlockParams, largest: int, seed: int | None = None) -> "DraftControl":
@@ -81,8 +92,10 @@ class DraftControl:
     def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int) -> tuple[int, int]:
         """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the
         context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps."""
+        if self.waits(costs, batch, most_steps):
+            return 0, 0
         canvas = min(self.canvas, room)
-        if self.first and canvas >= 1:
+        if self.first and canvas >= 1 and self.granted(costs, batch, most_steps, canvas):
             return canvas, min(FIRST_STEPS, most_steps)
         smallest = min(MIN_DRAFT, canvas)
         while canvas >= max(1, smallest):
@@ -93,9 +106,27 @@ class DraftControl:
             canvas //= 2
         return 0, 0
 
-    def drafted(self, accepted: int, canvas: int, cost: float) -> None:
-        """After a round that drafted `canvas` tokens, `accepted` of them, at `cost` AR steps."""
+    def granted(self, costs: DraftCosts, batch: int, most_steps: int, canvas: int) -> bool:
+        """Whether the first draft goes ahead on no credit: when, fully accepted, it would write
+        TARGET_GAIN times what AR writes in its time. Where AR batches far better than drafts do
+        (a CPU at batch 8) it does not, and the row drafts only on the credit its tokens earn."""
+        return canvas + 1 >= TARGET_GAIN * costs.round(canvas, min(FIRST_STEPS, most_steps), batch)
+
+    def waits(self, costs: DraftCosts, batch: int, most_steps: int) -> bool:
+        """Whether the row writes its next token by an AR step whatever its credit: AR is unsure of
+        it, or the last draft ended so soon after it that AR steps write the rest for less than the
+        cheapest draft round costs (a draft writes at most up to its answer's end)."""
+        if not self.sure:
+            return True
+        cheapest = costs.round(min(MIN_DRAFT, self.canvas), min(MIN_STEPS, most_steps), batch)
+        return self.ends_in is not None and self.ends_in + 1 <= cheapest
+
+    def drafted(self, accepted: int, canvas: int, cost: float, ends_in: int | None = None) -> None:
+        """After a round that drafted `canvas` tokens, `accepted` of them, at `cost` AR steps;
+        `ends_in`: the draft's tokens left before its stop token past the written ones (None: the
+        draft did not end, or ended where the answer did)."""
         written = accepted + 1
+        self.ends_in = ends_in
         self.credit += written * (1 + ALLOWANCE) - cost
         self.misses = 0 if written >= cost else self.misses + 1
         self.first = False
@@ -110,6 +141,7 @@ class DraftControl:
         self.misses += 1
         self.first = False
         self.canvas = MIN_DRAFT
+        self.ends_in = None
 
     @property
     def allowance(self) -> float:
@@ -118,11 +150,15 @@ class DraftControl:
     def stepped(self) -> None:
         """After an AR step."""
         self.credit += self.allowance
+        if self.ends_in is not None:  # past the draft's end and still writing: its end was wrong
+            self.ends_in = self.ends_in - 1 if self.ends_in > 0 else None
 
     def steps_to_draft(self, costs: DraftCosts, batch: int, most_steps: int) -> int:
-        """AR steps before the credit covers the smallest draft (0: it does now)."""
-        if self.first:
-            return 0
+        """AR steps before the credit covers the smallest draft (0: it does now; at least 1 while
+        the row `waits`: look again after it)."""
+        least = 1 if self.waits(costs, batch, most_steps) else 0
+        if self.first and self.granted(costs, batch, most_steps, self.canvas):
+            return least
         canvas = min(MIN_DRAFT, self.canvas)
         need = (min(MIN_STEPS, most_steps) + 1) * costs.step(canvas, batch)
-        return max(0, math.ceil((need - self.credit) / self.allowance))
+        return max(least, math.ceil((need - self.credit) / self.allowance))

@@ -15,7 +15,8 @@ where rows accepted different counts, masked).
 
 Drafts adapt per row: `engines.drafting.DraftControl` plans each row's next draft (canvas, steps)
 from the credit its rounds earned, priced in AR steps by `engines.drafting.DraftCosts`; a row
-with no credit writes by plain AR steps inside the same request.
+with no credit, or whose next token AR is unsure of (`predict`), writes by plain AR steps inside
+the same request.
 
 Rows that draft and rows that write by AR steps decode as two batches (`Rows`), taking turns of
 about equal time; a row moves between them when its plan changes. A row whose next draft would
@@ -33,10 +34,23 @@ import torch
 from engines.ar import choose, decode_ar, next_tokens
 from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, context_length, copy_rows, denoise_canvas
-from engines.drafting import ABANDON_ENTROPY, DraftControl, DraftCosts
+from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
+from engines.logits import token_entropy
 from engines.rows import Admit, Row, retire
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
+
+def predict(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
+    """Each row's AR choice for its next position from last-position logits (B, V) -> (B,),
+    noting in its plan whether AR is sure of that token (a draft waits where it is not, and
+    after a stop token there is nothing to draft). A row with a grammar counts as sure where it
+    goes on: what the grammar allows, not the raw logits, decides there."""
+    tokens = next_tokens(rows, logits[:, None])[:, 0]
+    for row, e, token in zip(rows, token_entropy(logits).tolist(), tokens.tolist()):
+        if row.draft is not None:
+            row.draft.sure = token not in row.stop_ids and (row.constraint is not None or e < SURE_ENTROPY)
+    return tokens
+
 
 def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The drafter: block mode's denoiser, greedy, dropping drafts that start unsure.
@@ -141,7 +155,7 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
         row.stats.encoder_calls += 1
         if costs is not None and row.draft is not None:
             cost = costs.round(draft.shape[1], int(steps[j]), len(live))
-            row.draft.drafted(k, draft.shape[1], cost)
+            row.draft.drafted(k, draft.shape[1], cost, draft_end(row, draft[j].tolist(), k))
             spent = max(spent, cost)
         committed.append(draft[j, :k].tolist() + [int(ar[j, k])])
     before = [len(row.output) for row in live]
@@ -163,10 +177,17 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
         logits = batch.encode(correction[:, None], logits="last")
         for row in rows.live:
             row.stats.encoder_calls += 1
-        rows.predicted = next_tokens(rows.live, logits[:, None])[:, 0]
+        rows.predicted = predict(rows.live, logits)
     else:
         rows.predicted = rows.predicted[:0]
     return spent
+
+
+def draft_end(row: Row, draft: list[int], accepted: int) -> int | None:
+    """Tokens a draft had before its first stop token past the `accepted` + 1 the round wrote
+    (None: it has no stop token there): how soon the drafter expects the answer to end."""
+    end = next((i for i, token in enumerate(draft) if token in row.stop_ids), None)
+    return end - accepted - 1 if end is not None and end > accepted else None
 
 
 def drop_drafts(rows: Rows, canvas: int, steps: torch.Tensor, costs: DraftCosts, began: int) -> float:
@@ -201,18 +222,21 @@ def ar_step(rows: Rows) -> None:
     logits = rows.batch.encode(rows.predicted[keep_t][:, None], logits="last")
     for row in rows.live:
         row.stats.encoder_calls += 1
-    rows.predicted = next_tokens(rows.live, logits[:, None])[:, 0]
+    rows.predicted = predict(rows.live, logits)
 
 
 def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCosts, context: int) -> BlockParams | None:
     """Move each row to the batch its plan asks for; returns the drafting batch's round settings
     (its largest planned canvas and step budget), or None when no row drafts now."""
-    def plans(rows: Rows, batch: int) -> list[tuple[int, int]]:
-        return [r.draft.plan(costs, batch, params.steps, context - len(r.prompt_ids) - len(r.output)) for r in rows.live]
+    # Drafts are priced at the size of everything running: the drafting and the stepping batch take
+    # turns on one machine, so while a draft runs every row waits (what a batch of AR steps does not).
+    running = len(drafting.live) + len(stepping.live)
 
-    batch = max(1, len(drafting.live))
-    to_ar = [j for j, (canvas, _) in enumerate(plans(drafting, batch)) if canvas == 0]
-    to_draft = [j for j, (canvas, _) in enumerate(plans(stepping, batch)) if canvas > 0]
+    def plans(rows: Rows) -> list[tuple[int, int]]:
+        return [r.draft.plan(costs, running, params.steps, context - len(r.prompt_ids) - len(r.output)) for r in rows.live]
+
+    to_ar = [j for j, (canvas, _) in enumerate(plans(drafting)) if canvas == 0]
+    to_draft = [j for j, (canvas, _) in enumerate(plans(stepping)) if canvas > 0]
     moving = stepping.take(to_draft) if to_draft else None
     if to_ar:
         stepping.join(drafting.take(to_ar))
@@ -220,9 +244,8 @@ def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCos
         drafting.join(moving)
     if not drafting.live:
         return None
-    # Plans are priced at the batch's size: rows that joined can make a draft too dear for some
-    # (or all) of the batch; those take AR steps this round, like rows without room for the canvas.
-    wanted = plans(drafting, len(drafting.live))
+    # The round drafts the largest planned canvas: rows without room for it take AR steps this round.
+    wanted = plans(drafting)
     canvas = max(c for c, _ in wanted)
     room = [context - len(r.prompt_ids) - len(r.output) for r in drafting.live]
     out = [j for j, ((c, _), left) in enumerate(zip(wanted, room)) if c == 0 or left < canvas]
@@ -244,7 +267,10 @@ def decode_verified(
     skeleton is accepted for free wherever the values before it were); AR finishes the rest."""
     context, largest, costs = context_length(model), model.config.canvas_length, costs or DraftCosts()
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
-    drafting = Rows(batch, list(rows), next_tokens(rows, logits[:, None])[:, 0])
+    if seeder is None:
+        for row in rows:
+            row.draft = DraftControl.start(params, largest, row.request.seed)
+    drafting = Rows(batch, list(rows), predict(rows, logits))
     if seeder is not None:
         # Seeded drafts cover the answer from its start, so they serve one round; a plain canvas
         # drafted after a mismatch inside a value is mostly rejected under the grammar, so what
@@ -253,8 +279,6 @@ def decode_verified(
         if drafting.live:
             decode_ar(model, drafting.live, pad_id)
         return
-    for row in rows:
-        row.draft = DraftControl.start(params, largest, row.request.seed)
     stepping = Rows(batch, [], drafting.predicted[:0])  # rows writing by AR steps: none yet
     while True:
         if any(int(t) in r.stop_ids for r, t in zip(drafting.live, drafting.predicted)):
@@ -278,6 +302,6 @@ def decode_verified(
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
             for row in joining:
                 row.draft = DraftControl.start(params, largest, row.request.seed)
-            drafting.join(Rows(new_batch, list(joining), next_tokens(joining, new_logits[:, None])[:, 0]))
+            drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits)))
         if not drafting.live and not stepping.live:
             return

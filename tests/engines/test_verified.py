@@ -5,9 +5,19 @@ import torch
 
 import engines.verified
 from engines.batch import SequenceBatch
+from engines.block import BlockParams
 from engines import GenerationRequest
 from engines.drafting import DraftCosts
 from tests.engines.factories import PROMPTS, chat
+
+
+@pytest.fixture(autouse=True)
+def drafts_where_ar_is_unsure(request, monkeypatch):
+    """The random model is unsure of every token (its entropy is near log V), so verified mode would
+    never draft on it: tests of drafting's bookkeeping on it let rows draft anywhere. Tests on the
+    shipped model keep the rule."""
+    if "shipped" not in request.fixturenames:
+        monkeypatch.setattr(engines.verified, "SURE_ENTROPY", float("inf"))
 
 
 class CheapDrafts(DraftCosts):
@@ -25,6 +35,13 @@ def test_verified_equals_ar_greedy(engine, prompt, max_new_tokens):
     verified = engine.generate(chat(prompt, mode="verified", max_new_tokens=max_new_tokens, seed=0, max_denoising_steps=2))
     assert verified.token_ids == ar.token_ids
     assert verified.finish_reason == ar.finish_reason
+
+
+class LoneDrafts(DraftCosts):
+    """Drafts priced as for a row alone, whatever the batch: rows draft from their first token."""
+
+    def step(self, canvas: int, batch: int) -> float:
+        return super().step(canvas, 1)
 
 
 def oracle_drafter(engine, corrupt_every):
@@ -117,6 +134,7 @@ def test_rows_switch_to_ar_and_back_mid_request_and_still_equal_ar(engine, monke
     prompts = {"switching": PROMPTS[1], "good": PROMPTS[4], "bad": PROMPTS[5]}
     rules = {PROMPTS[1]: phases, PROMPTS[4]: lambda r: True, PROMPTS[5]: lambda r: False}
     monkeypatch.setattr(engines.verified, "draft_canvas", scripted_drafter(engine, lambda r: rules[r.request.messages[0]["content"]](r), log))
+    monkeypatch.setattr(engine, "draft_costs", LoneDrafts())
     requests = {k: chat(p, mode="verified", max_new_tokens=120, stop_token_ids=[], canvas=8) for k, p in prompts.items()}
     together = dict(zip(requests, engine.generate_batch(list(requests.values()))))
     alone = engine.generate(requests["switching"])
@@ -207,5 +225,48 @@ def test_adaptive_verified_equals_ar_on_the_shipped_model(shipped):
         alone = [shipped.generate(r) for r in requests[:4]]
         assert [r.token_ids for r in alone] == ar[:4]
         assert all(r.stats.accepted + r.stats.ar_tokens == r.stats.output_tokens for r in together + alone)
-        if max_tokens == 80:  # alone, drafts write the summary and the code (batched on a CPU, AR steps mostly do)
-            assert all(r.stats.accepted >= 0.9 * r.stats.output_tokens for r in (alone[0], alone[2]))
+        if max_tokens == 80:  # alone, drafts write most of the summary and the code (batched on a CPU, AR steps do)
+            assert all(r.stats.accepted >= 0.7 * r.stats.output_tokens for r in (alone[0], alone[2]))
+
+
+def test_answers_ar_is_unsure_of_from_the_start_are_written_without_drafts(shipped):
+    # The shipped model's AR choice for the first token of these answers is unsure (2-3 nats): a
+    # draft would rarely match it, and for a one-to-four-token answer it would cost more than the
+    # answer. Verified writes them by AR steps alone: AR's tokens at AR's calls.
+    for question in ("What is the capital of Australia?",
+                     "A train leaves at 3:15pm and travels 240 km at 80 km/h, then 90 km at 60 km/h. When does it arrive? Reason step by step."):
+        messages = [{"role": "user", "content": question}]
+        ar = shipped.generate(GenerationRequest(messages=messages, mode="ar", max_new_tokens=256))
+        verified = shipped.generate(GenerationRequest(messages=messages, mode="verified", max_new_tokens=256))
+        assert verified.token_ids == ar.token_ids and len(ar.token_ids) <= 4
+        assert verified.stats.decoder_calls == 0 and verified.stats.encoder_calls == ar.stats.encoder_calls
+
+
+def test_a_draft_that_ended_soon_leaves_the_tail_to_ar_steps():
+    from engines.drafting import DraftControl
+
+    costs = DraftCosts()  # no profile: assumed costs (the cheapest round is ~4.4 AR steps at batch 1)
+    control = DraftControl(canvas=32, largest=256, first=False, credit=50.0)
+    assert control.plan(costs, 1, 8, 1000)[0] > 0
+    control.drafted(accepted=12, canvas=32, cost=5.0, ends_in=2)  # the draft's end: 2 tokens after the 13 written
+    assert control.plan(costs, 1, 8, 1000) == (0, 0)  # 3 AR steps finish it for less than any round
+    assert control.steps_to_draft(costs, 1, 8) >= 1
+    for _ in range(3):  # the answer goes on past where the draft ended: its end was wrong, draft again
+        control.stepped()
+    assert control.ends_in is None and control.plan(costs, 1, 8, 1000)[0] > 0
+    control.drafted(accepted=3, canvas=16, cost=5.0, ends_in=40)  # an end far off does not hold drafts back
+    assert control.plan(costs, 1, 8, 1000)[0] > 0
+
+
+def test_the_first_draft_is_granted_only_where_a_full_accept_would_pay():
+    from engines.drafting import DraftControl
+
+    class BatchingAR(DraftCosts):  # a draft step at batch 8 costs 8 AR steps there (a CPU's shape)
+        def step(self, canvas: int, batch: int) -> float:
+            return 1.5 if batch == 1 else 8.0
+
+    params = BlockParams(canvas=32, steps=8, t_min=0.4, t_max=0.8, stability_threshold=2, confidence_threshold=0.1, entropy_bound=0.1)
+    alone, busy = DraftControl.start(params, 256), DraftControl.start(params, 256)
+    assert alone.plan(BatchingAR(), 1, 8, 1000)[0] == 32
+    assert busy.plan(BatchingAR(), 8, 8, 1000) == (0, 0) and busy.first  # AR steps until credit covers a draft
+    assert busy.steps_to_draft(BatchingAR(), 8, 8) > 1
