@@ -11,10 +11,11 @@ draft were rejected (smaller canvases, fewer steps), else it writes by plain AR 
 request until the allowance has paid for a new try. So a request whose drafts miss costs about
 AR's time plus its first draft. Canvases grow after a fully accepted draft and shrink toward what
 was accepted after a miss; the step budget stops where even a fully accepted draft would no longer
-write `TARGET_GAIN` times what AR writes in the same time. A row drafts only where AR is sure of its
-next token (`SURE_ENTROPY`): a draft is accepted from its first token on, so where AR itself
-hesitates the draft rarely matches, and the row writes that token by an AR step (the first draft's
-grant waits for such a position: an answer AR is unsure of from its start costs AR's time).
+write `TARGET_GAIN` times what AR writes in the same time. A row alone drafts only where AR is sure
+of its next token (`SURE_ENTROPY`): a draft is accepted from its first token on, so where AR itself
+hesitates the draft rarely matches, and the row writes that token by an AR step (and the first
+draft's grant lapses once AR hesitates before it: an answer AR is unsure of from its start costs
+AR's time). A draft that ended soon after what a round wrote leaves the tail to AR steps.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ class DraftControl:
     credit: float = 0.0  # AR steps this row may still lose to drafts that miss
     first: bool = True  # the first draft is granted whatever the credit
     misses: int = 0  # rounds in a row that lost time against AR (each halves the allowance)
-    sure: bool = True  # whether AR is sure of the row's next token (SURE_ENTROPY): only then does it draft
+    sure: bool = True  # whether AR is sure of the row's next token (SURE_ENTROPY): alone, only then does it draft
+    hesitated: bool = False  # AR was unsure of a token before the row's first draft
     ends_in: int | None = None  # tokens the last draft still had before its end, past what was written
 
     @classmethod
@@ -95,7 +97,7 @@ class DraftControl:
         if self.waits(costs, batch, most_steps):
             return 0, 0
         canvas = min(self.canvas, room)
-        if self.first and canvas >= 1 and self.granted(costs, batch, most_steps, canvas):
+        if self.first and canvas >= 1 and self.granted(costs, batch, most_steps, canvas) and not (batch == 1 and self.hesitated):
             return canvas, min(FIRST_STEPS, most_steps)
         smallest = min(MIN_DRAFT, canvas)
         while canvas >= max(1, smallest):
@@ -112,11 +114,19 @@ class DraftControl:
         (a CPU at batch 8) it does not, and the row drafts only on the credit its tokens earn."""
         return canvas + 1 >= TARGET_GAIN * costs.round(canvas, min(FIRST_STEPS, most_steps), batch)
 
+    def next_token(self, sure: bool) -> None:
+        """Whether AR is sure of the row's next token."""
+        self.sure = sure
+        self.hesitated |= not sure and self.first
+
     def waits(self, costs: DraftCosts, batch: int, most_steps: int) -> bool:
         """Whether the row writes its next token by an AR step whatever its credit: AR is unsure of
         it, or the last draft ended so soon after it that AR steps write the rest for less than the
-        cheapest draft round costs (a draft writes at most up to its answer's end)."""
-        if not self.sure:
+        cheapest draft round costs (a draft writes at most up to its answer's end). AR's doubt
+        holds a row back only when it runs alone: in a batch, a row that rides along in the others'
+        round still writes its AR token, at a small share of the round, where holding it back would
+        split the batch into two that take turns."""
+        if not self.sure and batch == 1:
             return True
         cheapest = costs.round(min(MIN_DRAFT, self.canvas), min(MIN_STEPS, most_steps), batch)
         return self.ends_in is not None and self.ends_in + 1 <= cheapest
@@ -157,7 +167,7 @@ class DraftControl:
         """AR steps before the credit covers the smallest draft (0: it does now; at least 1 while
         the row `waits`: look again after it)."""
         least = 1 if self.waits(costs, batch, most_steps) else 0
-        if self.first and self.granted(costs, batch, most_steps, self.canvas):
+        if self.first and self.granted(costs, batch, most_steps, self.canvas) and not (batch == 1 and self.hesitated):
             return least
         canvas = min(MIN_DRAFT, self.canvas)
         need = (min(MIN_STEPS, most_steps) + 1) * costs.step(canvas, batch)

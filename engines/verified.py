@@ -48,7 +48,7 @@ def predict(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
     tokens = next_tokens(rows, logits[:, None])[:, 0]
     for row, e, token in zip(rows, token_entropy(logits).tolist(), tokens.tolist()):
         if row.draft is not None:
-            row.draft.sure = token not in row.stop_ids and (row.constraint is not None or e < SURE_ENTROPY)
+            row.draft.next_token(sure=token not in row.stop_ids and (row.constraint is not None or e < SURE_ENTROPY))
     return tokens
 
 
