@@ -84,6 +84,7 @@ class DraftControl:
     sure: bool = True  # whether AR is sure of the row's next token (SURE_ENTROPY): alone, only then does it draft
     hesitated: bool = False  # AR was unsure of a token before the row's first draft
     ends_in: int | None = None  # tokens the last draft still had before its end, past what was written
+    reserve: float = 0.0  # the credit the smallest draft needs (set by `plan`): AR steps earn credit up to it
 
     @classmethod
     def start(cls, params: BlockParams, largest: int, seed: int | None = None) -> "DraftControl":
@@ -94,6 +95,7 @@ class DraftControl:
     def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int) -> tuple[int, int]:
         """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the
         context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps."""
+        self.reserve = (min(MIN_STEPS, most_steps) + 1) * costs.step(min(MIN_DRAFT, self.canvas), batch)
         if self.waits(costs, batch, most_steps):
             return 0, 0
         canvas = min(self.canvas, room)
@@ -158,8 +160,10 @@ class DraftControl:
         return ALLOWANCE / 2 ** min(max(self.misses - 1, 0), 4)
 
     def stepped(self) -> None:
-        """After an AR step."""
-        self.credit += self.allowance
+        """After an AR step. The allowance pays for one new try, not for several: while a row waits
+        (AR unsure of its tokens) credit would otherwise pile up and buy a run of probes in a row."""
+        if self.credit < self.reserve:
+            self.credit = min(self.credit + self.allowance, self.reserve)
         if self.ends_in is not None:  # past the draft's end and still writing: its end was wrong
             self.ends_in = self.ends_in - 1 if self.ends_in > 0 else None
 
