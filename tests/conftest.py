@@ -28,6 +28,16 @@ def engine(tiny_checkpoint):
     return DiffusionEngine.from_checkpoint(tiny_checkpoint)
 
 
+@pytest.fixture
+def drafts_anywhere(monkeypatch):
+    """Verified mode drafts whatever AR's doubt. A row alone drafts only where AR is sure of its next
+    token (engines.drafting.SURE_ENTROPY), and the random model is unsure of every token (its
+    entropy is near log V), so without this it would never draft: tests of drafting on it use this."""
+    import engines.verified
+
+    monkeypatch.setattr(engines.verified, "SURE_ENTROPY", float("inf"))
+
+
 # ---- Redis (real; tests fail, not skip, without it) ------------------------------------------------
 @pytest.fixture
 def redis_url() -> str:

@@ -6,7 +6,7 @@ from tests.engines.factories import PROMPTS, chat
 
 
 @pytest.mark.parametrize("mode", ["ar", "block", "verified"])
-def test_batched_equals_one_by_one(engine, mode):
+def test_batched_equals_one_by_one(engine, mode, drafts_anywhere):
     steps = 2 if mode == "verified" else 6  # verified on a random model is one token per round: keep it short
     requests = [
         chat(p, mode=mode, seed=i, max_new_tokens=n, max_denoising_steps=steps, stop_token_ids=[] if i % 2 else None)
@@ -30,7 +30,7 @@ def test_mixed_modes_in_one_call_keep_order(engine):
     assert results[1].token_ids == results[3].token_ids == results[2].token_ids  # greedy AR == verified
 
 
-def test_rows_with_different_canvas_sizes_batch_separately(engine):
+def test_rows_with_different_canvas_sizes_batch_separately(engine, drafts_anywhere):
     requests = [chat(PROMPTS[1], mode="block", seed=0, canvas=c, max_new_tokens=24, stop_token_ids=[]) for c in (8, 16)]
     small, large = engine.generate_batch(requests)
     assert len(small.stats.steps_per_canvas) == 3 and len(large.stats.steps_per_canvas) == 2

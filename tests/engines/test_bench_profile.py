@@ -37,7 +37,7 @@ def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
     assert exc.value.code == 2 and "no such file" in capsys.readouterr().err
 
 
-def test_canvas_costs_are_measured_per_task_family(engine):
+def test_canvas_costs_are_measured_per_task_family(engine, drafts_anywhere):
     """What the cost profile's per-task figures come from: block steps per canvas (never past the
     budget) and verified rounds per canvas (at least one), per suite family."""
     from engines.tools.bench import canvas_costs_by_task

@@ -108,7 +108,7 @@ def test_block_sizes_its_last_canvas_down_to_the_context(engine, positions_seen)
     assert max(positions_seen) == engine.context_length - 1  # the last position, and none past it
 
 
-def test_verified_sizes_its_drafts_down_to_the_context(engine, positions_seen):
+def test_verified_sizes_its_drafts_down_to_the_context(engine, positions_seen, drafts_anywhere):
     result = engine.generate(near_the_end(engine, "verified", 20))
     assert max(positions_seen) <= engine.context_length - 1
     ar = engine.generate(near_the_end(engine, "ar", 20))
@@ -117,7 +117,7 @@ def test_verified_sizes_its_drafts_down_to_the_context(engine, positions_seen):
 
 
 @pytest.mark.parametrize("mode", ["block", "verified"])
-def test_a_row_near_the_end_changes_no_other_rows_tokens(engine, mode):
+def test_a_row_near_the_end_changes_no_other_rows_tokens(engine, mode, drafts_anywhere):
     # The row near the end goes on in a batch of its own; the other row keeps its full canvases.
     near = near_the_end(engine, mode, 20)
     short = chat("Plan: search the web, then email Bob.", mode=mode, max_new_tokens=40, stop_token_ids=[], canvas=16,

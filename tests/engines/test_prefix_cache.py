@@ -35,7 +35,7 @@ def engines():
 
 
 @pytest.mark.parametrize("mode", ["ar", "block", "verified"])
-def test_reused_prefixes_give_the_same_output_alone_and_batched(engines, mode):
+def test_reused_prefixes_give_the_same_output_alone_and_batched(engines, mode, drafts_anywhere):
     cached, plain = engines
     cached.prefix_cache.clear()
     requests = [turn(q, mode) for q in QUESTIONS] + [turn(QUESTIONS[0], mode, history=3, tools=TOOLS)]
@@ -66,7 +66,7 @@ def test_a_head_the_template_does_not_repeat_or_a_short_one_is_not_cached(engine
 
 
 @pytest.mark.parametrize("mode", ["ar", "verified", "block"])
-def test_a_growing_conversation_reuses_its_previous_turns_and_answers_as_without_the_cache(engines, mode):
+def test_a_growing_conversation_reuses_its_previous_turns_and_answers_as_without_the_cache(engines, mode, drafts_anywhere):
     """Each turn sends the whole conversation again plus the last answer and a new question: the
     cache finds the previous turn's head inside it, and every turn's answer is what an engine
     without the cache gives, bit for bit."""

@@ -26,7 +26,7 @@ async def staggered(scheduler, requests, gap_s=0.01):
 
 
 @pytest.mark.parametrize("mode", ["ar", "block", "verified"])
-def test_joining_a_running_batch_changes_no_token(engine, scheduler, mode):
+def test_joining_a_running_batch_changes_no_token(engine, scheduler, mode, drafts_anywhere):
     requests = [
         chat(p, mode=mode, seed=i, max_new_tokens=n, canvas=8, max_denoising_steps=2, stop_token_ids=[])
         for i, (p, n) in enumerate(zip(PROMPTS[:6], [30, 9, 22, 5, 17, 12]))
@@ -93,7 +93,7 @@ def test_a_client_that_leaves_mid_stream_frees_its_slot(engine, scheduler):
 
 
 @pytest.mark.parametrize("mode", ["ar", "block", "verified"])
-def test_a_row_that_joined_a_running_batch_is_dropped_at_the_next_step_when_its_caller_stops_waiting(engine, scheduler, mode):
+def test_a_row_that_joined_a_running_batch_is_dropped_at_the_next_step_when_its_caller_stops_waiting(engine, scheduler, mode, drafts_anywhere):
     """What the gateway does on a timeout or failover: it cancels its await; the row leaves the
     batch at the next step and the row it joined decodes on."""
     def long(seed):

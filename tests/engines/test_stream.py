@@ -15,7 +15,7 @@ async def collect(engine, request):
 
 
 @pytest.mark.parametrize("mode", ["ar", "block", "verified"])
-def test_stream_joins_to_generate_text(engine, mode):
+def test_stream_joins_to_generate_text(engine, mode, drafts_anywhere):
     request = chat(PROMPTS[0], mode=mode, seed=3, max_new_tokens=40, canvas=8, max_denoising_steps=2, stop_token_ids=[])
     deltas, result = asyncio.run(collect(engine, request))
     assert "".join(deltas) == result.text == engine.generate(request).text

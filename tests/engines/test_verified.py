@@ -12,12 +12,11 @@ from tests.engines.factories import PROMPTS, chat
 
 
 @pytest.fixture(autouse=True)
-def drafts_where_ar_is_unsure(request, monkeypatch):
-    """The random model is unsure of every token (its entropy is near log V), so verified mode would
-    never draft on it: tests of drafting's bookkeeping on it let rows draft anywhere. Tests on the
-    shipped model keep the rule."""
+def drafts_on_the_random_model(request):
+    """Tests of drafting's bookkeeping on the random model let its rows draft (`drafts_anywhere`);
+    tests on the shipped model keep the rule."""
     if "shipped" not in request.fixturenames:
-        monkeypatch.setattr(engines.verified, "SURE_ENTROPY", float("inf"))
+        request.getfixturevalue("drafts_anywhere")
 
 
 class CheapDrafts(DraftCosts):
