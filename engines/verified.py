@@ -139,6 +139,7 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
         draft, steps, abandoned = draft_canvas(batch, live, params)  # (B, C), (B,), (B,)
         if costs is not None and bool(abandoned.all()):
             return drop_drafts(rows, draft.shape[1], steps, costs, began)
+    draft = draft[:, : answer_span(live, draft)]  # nothing after every row's stop token is ever committed
     start = batch.slots
     commit_logits = batch.encode(draft, logits="all")  # (B, C, V): AR choice after each draft token
     ar = torch.cat([rows.predicted[:, None], ar_choices(live, draft, commit_logits, rows.predicted)], dim=1)  # (B, C + 1)
@@ -181,6 +182,19 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
     else:
         rows.predicted = rows.predicted[:0]
     return spent
+
+
+def answer_span(live: list[Row], draft: torch.Tensor) -> int:
+    """Draft positions worth verifying (B, C) -> n: up to and including each row's first stop
+    token (the whole canvas for a row without one). A row ends at its stop token, so the AR
+    choices after it are never used: a 16-token answer drafted on 32 positions verifies 17."""
+    span = 0
+    for row, tokens in zip(live, draft.tolist()):
+        end = next((i for i, token in enumerate(tokens) if token in row.stop_ids), None)
+        span = max(span, len(tokens) if end is None else end + 1)
+        if span == len(tokens):
+            break
+    return span
 
 
 def draft_end(row: Row, draft: list[int], accepted: int) -> int | None:
