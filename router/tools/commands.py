@@ -33,7 +33,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from router.training.train import MIN_AGREEMENT_LABELS, format_report, train
 
     model, report, path = train(
-        data=args.data, out=args.out, test=args.test, from_redis=args.from_redis, redis_stream=args.stream, base=not args.no_base, seed=args.seed
+        data=args.data, out=args.out, test=args.test, from_redis=args.from_redis, redis_stream=args.stream, base=not args.no_base, seed=args.seed,
+        agreement_labels=not args.no_agreement_labels,
     )
     print(f"trained on {model.meta['n_train']} examples ({model.meta['n_from_redis']} from Redis); saved {path}")
     seen = model.meta.get("redis_entries")
@@ -47,7 +48,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     agree = model.meta.get("agreement_labels", {})
     if agree.get("n"):
         state = "fitted" if agree["fitted"] else f"not fitted: needs {MIN_AGREEMENT_LABELS} labels with both outcomes"
-        print(f"block agreement model: {agree['agree']} of {agree['n']} shadow-verified block answers were AR's; {state}")
+        print(f"block agreement model: {agree['agree']} of {agree['n']} labeled block answers were AR's "
+              f"(the data's labels and logged shadow verification); {state}")
     if report:
         print(format_report(report))
     return 0
@@ -75,6 +77,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 @_errors_as_messages
+def _lazy_label_agreement(args: argparse.Namespace) -> int:
+    from router.training.label_agreement import main
+
+    return main(args)
+
+
 def cmd_dataset(args: argparse.Namespace) -> int:
     from router.training.dataset import build
 
@@ -173,6 +181,8 @@ def register(commands, bench_commands) -> None:
                    help="also train on decisions logged in this Redis (those logged with prompt text: decisions_log.store_text)")
     p.add_argument("--stream", default=None, help="decisions stream (default: tandem:decisions)")
     p.add_argument("--no-base", action="store_true", help="with --from-redis: train on the logged decisions only")
+    p.add_argument("--no-agreement-labels", action="store_true",
+                   help="leave out the data's block-agreement labels (router label-agreement): an agreement head only from logged traffic")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_train)
 
@@ -183,6 +193,15 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--json", default=None, metavar="PATH", help="also write the report as JSON")
     p.add_argument("--min-accuracy", type=float, default=None, help="exit 1 below this task accuracy")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("label-agreement", help="label the data set's block requests with whether the checkpoint's block answer is AR's (resumable)")
+    p.add_argument("--data", default=None, help="JSONL to label (default: the shipped train split)")
+    p.add_argument("--out", default=None, help="labels JSONL (default: router/training/data/block_agreement.jsonl for the train split)")
+    p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: $TANDEM_CHECKPOINT, else the shipped model)")
+    p.add_argument("--max-tokens", type=int, default=64, help="answer tokens compared per request")
+    p.add_argument("--limit", type=int, default=0, help="label at most this many more requests (0: all)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.set_defaults(func=_lazy_label_agreement)
 
     p = sub.add_parser("dataset", help="regenerate the labeled routing data set (seeded, deterministic)")
     p.add_argument("--n", type=int, default=4000)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from router.training.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
+from router.training.label_agreement import labels_for, load_labels, with_labels
 from router.features import FEATURE_VERSION, NUMERIC_FEATURES, features_of
 from router.classifier import RouterModel
 from router.training.fit import (
@@ -117,9 +118,12 @@ def evaluate(model: RouterModel, records: list[dict], policy=None) -> dict:
     from router.decide import Router
 
     policy = policy or labeling_policy()
-    router = Router(model=model, store=policy)
+    # The mode labels say what the policy gives for (task, length): the agreement head's rule is
+    # measured apart (below), at the policy's floor, so it is off for the decisions here.
+    router = Router(model=model, store=policy.model_copy(update={"agreement_floor": 0.0}))
     out: dict = {"n": len(records), "policy_version": policy.version}
     tasks_true, tasks_pred, modes_true, modes_pred, covered, fit_true, fit_pred = [], [], [], [], [], [], []
+    agree_true, agree_pred = [], []
     limit = policy.block_limit_tokens
     for j, r in enumerate(records):
         req = {k: r[k] for k in ("messages", "max_tokens", "response_format", "tools", "stop") if r.get(k) is not None}
@@ -133,6 +137,9 @@ def evaluate(model: RouterModel, records: list[dict], policy=None) -> dict:
         if label_mode:
             modes_true.append(label_mode)
             modes_pred.append(d.mode)
+        if r.get("block_agrees") is not None and d.agreement is not None:
+            agree_true.append(bool(r["block_agrees"]))
+            agree_pred.append(d.agreement >= policy.agreement_floor)
         if r.get("output_tokens"):
             covered.append(r["output_tokens"] <= d.predicted_tokens)
             fit_true.append(r["output_tokens"] <= limit)
@@ -147,6 +154,11 @@ def evaluate(model: RouterModel, records: list[dict], policy=None) -> dict:
         out["mode_agreement"] = float(np.mean(np.array(modes_true) == np.array(modes_pred)))
         mlabels = ["block", "verified", "ar"]
         out["mode_confusion"] = {"labels": mlabels, "matrix": confusion_matrix(modes_true, modes_pred, labels=mlabels).tolist()}
+    if agree_true:  # the agreement head on labeled block requests, at the policy's floor
+        t, p_ = np.array(agree_true), np.array(agree_pred)
+        out["agreement"] = {"n": len(t), "agree": int(t.sum()), "accuracy": float(np.mean(t == p_)),
+                            "block_kept_where_agrees": float(p_[t].mean()) if t.any() else None,
+                            "block_kept_where_differs": float(p_[~t].mean()) if (~t).any() else None}
     if covered:
         out["length_coverage"] = float(np.mean(covered))  # share of answers within predicted p90 (target ~0.9)
         out["block_fit_agreement"] = float(np.mean(np.array(fit_true) == np.array(fit_pred)))  # fits-the-block-limit, predicted vs true
@@ -175,11 +187,21 @@ def format_report(rep: dict) -> str:
         lines.append(f"{'':<10} " + " ".join(f"{s:>8}" for s in mc["labels"]))
         for lab, row in zip(mc["labels"], mc["matrix"]):
             lines.append(f"{lab:<10} " + " ".join(f"{v:>8}" for v in row))
+    if "agreement" in rep:
+        a = rep["agreement"]
+        lines.append("")
+        lines.append(f"agreement head: {a['n']} labeled block requests ({a['agree']} where block writes AR's answer), "
+                     f"accuracy {a['accuracy']:.3f}; block kept on {_share(a['block_kept_where_agrees'])} of those that agree, "
+                     f"{_share(a['block_kept_where_differs'])} of those that differ")
     if "length_coverage" in rep:
         lines.append("")
         lines.append(f"length: {rep['length_coverage']:.3f} of answers within predicted p90; "
                      f"fits-block-limit agreement {rep['block_fit_agreement']:.3f}")
     return "\n".join(lines)
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def redis_records(url: str, stream: str | None = None, count: int | None = None) -> tuple[list[dict], dict[str, int]]:
@@ -217,12 +239,16 @@ def train(
     redis_stream: str | None = None,
     base: bool = True,
     seed: int = 0,
+    agreement_labels: bool = True,
 ) -> tuple[RouterModel, dict, Path]:
-    """Fit on `data` (default: the shipped train split) plus, with `from_redis`, the logged
-    decisions; evaluate on `test` (default: the shipped held-out split); save to `out`."""
+    """Fit on `data` (default: the shipped train split) with its agreement labels (unless
+    `agreement_labels` is False) plus, with `from_redis`, the logged decisions; evaluate on `test`
+    (default: the shipped held-out split); save to `out`."""
     from router.classifier import DEFAULT_MODEL_PATH
 
     records = load_jsonl(data or TRAIN_PATH) if base else []
+    if records and agreement_labels:
+        records = with_labels(records, load_labels(labels_for(data or TRAIN_PATH)))
     n_redis, redis_seen = 0, None
     if from_redis:
         extra, redis_seen = redis_records(from_redis, redis_stream)
@@ -236,12 +262,13 @@ def train(
         raise ValueError(f"need labeled examples of at least two task types; got {len(records)} examples{why}")
     model = fit(records, seed=seed)
     test_path = Path(test or TEST_PATH)
-    report = evaluate(model, load_jsonl(test_path)) if test_path.exists() else {}
+    report = evaluate(model, with_labels(load_jsonl(test_path), load_labels(labels_for(test_path)))) if test_path.exists() else {}
     model.meta["n_from_redis"] = n_redis
     if redis_seen is not None:
         model.meta["redis_entries"] = redis_seen  # read, and skipped for no text / no labels
     model.meta["test_data"] = test_path.name if report else None
-    model.meta["metrics"] = {k: report[k] for k in ("accuracy", "mode_agreement", "length_coverage", "block_fit_agreement") if k in report}
+    model.meta["metrics"] = {k: report[k] for k in ("accuracy", "mode_agreement", "length_coverage", "block_fit_agreement", "agreement")
+                             if k in report}
     if report:
         model.meta["metrics"]["per_class_f1"] = {lab: round(report["per_class"][lab]["f1-score"], 4) for lab in report["labels"]}
     out_path = Path(out) if out else DEFAULT_MODEL_PATH

@@ -13,13 +13,18 @@ from router.features import FEATURE_VERSION, features_of
 from router.classifier import DEFAULT_MODEL_PATH, TRUSTED_TYPES, ModelError, load_model
 from router.training.fit import predict_reference
 from router.training.train import evaluate
+from policies.stores import default_policy
 from tests.router.test_decide import policy
 
 
 @pytest.fixture(scope="module")
 def report(model, held_out):
     # the data's mode labels follow the product's default task modes, not the shipped checkpoint's
-    return evaluate(model, held_out, policy=policy())
+    from router.training.dataset import TEST_PATH
+    from router.training.label_agreement import labels_for, load_labels, with_labels
+
+    # the agreement head is measured at the shipped floor (the helper turns the rule off for the rest)
+    return evaluate(model, with_labels(held_out, load_labels(labels_for(TEST_PATH))), policy=policy(agreement_floor=default_policy().agreement_floor))
 
 
 def test_task_accuracy_on_held_out_split_is_at_least_95_percent(report):
@@ -83,3 +88,28 @@ def test_loading_refuses_a_model_trained_on_other_features(tmp_path, model):
     old.write_bytes(sio.dumps({"classifier": model.classifier, "length": model.length, "meta_json": json.dumps(meta)}))
     with pytest.raises(ModelError, match="feature version"):
         load_model(old)
+
+
+def test_the_agreement_head_keeps_block_where_the_model_writes_ar_s_answer(report):
+    # Held-out requests labeled by running the shipped checkpoint (`tandem router label-agreement`):
+    # block is AR's answer on its own suite's labels, summaries and plans, almost never on natural
+    # requests. At the policy's floor the head keeps block for most of the first and few of the rest.
+    a = report["agreement"]
+    assert a["n"] >= 600 and 0 < a["agree"] < a["n"]
+    assert a["accuracy"] >= 0.9 and a["block_kept_where_agrees"] >= 0.7 and a["block_kept_where_differs"] <= 0.1, a
+
+
+def test_prompts_unlike_the_training_data_stay_off_block(model):
+    # Hand-written prompts no template wrote (never trained on): the shipped router sends none of
+    # them to block, whose answers to them are never AR's; the suite's own labels stay on block.
+    from pathlib import Path
+
+    from engines.training.tasks import generate_suite
+    from router.decide import Router
+
+    router = Router(model=model)  # the shipped serving policy
+    real = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "realistic_prompts.jsonl").read_text().splitlines()]
+    modes = [router.decide({"messages": r["messages"], "max_tokens": 256}).mode for r in real]
+    assert "block" not in modes and modes.count("verified") >= 9
+    labels = [router.decide({"messages": it.messages, "max_tokens": 256}) for it in generate_suite(4, split="test", seed=0, families=("classify",))]
+    assert all(d.mode == "block" for d in labels)

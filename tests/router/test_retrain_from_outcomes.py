@@ -2,7 +2,9 @@
 
 The logged traffic is what a Gateway with `decisions_log.store_text` on and `shadow_verify_rate`
 1.0 would write for a mix of the 28 hand-written prompts of tests/data/realistic_prompts.jsonl
-and some task-suite test items: each request routed by the shipped router, answered by the
+and some task-suite test items: each request routed by the shipped router less its agreement
+head (the shipped head comes from labels the checkpoint wrote on the data set, `tandem router
+label-agreement`; here it must be learned from the log alone), answered by the
 shipped model in the mode it was routed to (greedy), a block answer checked against AR's choice
 (`engine.agreement`, the shadow check), logged to a real Redis stream with its outcome. Then
 `train(from_redis=...)` (what `tandem router train --from-redis` runs) fits a new router on the
@@ -28,6 +30,7 @@ from engines import DiffusionEngine
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.training.tasks import TASK_FAMILIES, generate_suite
 from engines.types import GenerationRequest
+from router.classifier import RouterModel, load_model
 from router.decide import Router
 from router.decisions_log import DecisionsLogSettings, log_decision, request_features
 from router.features import extract_features
@@ -91,11 +94,18 @@ def same_as_ar(served: list[Served]) -> float:
     return sum(s.text == s.ar_text for s in served) / len(served)
 
 
+def without_agreement_head(model: RouterModel) -> RouterModel:
+    """The shipped router as it was before it knew where block writes AR's answer."""
+    return RouterModel(model.classifier, model.text_length, model.length, model.meta, None)
+
+
 @pytest.fixture(scope="module")
 def retrained(tmp_path_factory):
-    """Serve and log the realistic prompts and suite items (seed 1) with the shipped router, retrain
-    from the log; the shipped and retrained routers, the outcomes, and the model's metadata."""
-    shipped = Router()
+    """Serve and log the realistic prompts and suite items (seed 1) with the shipped router less
+    its agreement head (trained on the data's labels: here the head must come from the log alone),
+    retrain from the log without the data's agreement labels; the routers before and after, the
+    outcomes, and the model's metadata."""
+    shipped = Router(model=without_agreement_head(load_model()))
     outcomes = Outcomes(DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT))
     logged = {name: [outcomes.serve(id_, r, shipped.decide(r)) for id_, r in reqs]
               for name, reqs in (("realistic", realistic_requests()), ("suite", suite_requests(seed=1)))}
@@ -108,7 +118,8 @@ def retrained(tmp_path_factory):
                 outcome["shadow_agreement"] = round(s.agreement, 4)
             assert log_decision(client, request_features(s.request), s.decision.model_dump(mode="json"), outcome,
                                 DecisionsLogSettings(store_text=True), stream=stream)
-        model, _, path = train(from_redis=REDIS_URL, redis_stream=stream, out=tmp_path_factory.mktemp("router") / "retrained.skops")
+        model, _, path = train(from_redis=REDIS_URL, redis_stream=stream, out=tmp_path_factory.mktemp("router") / "retrained.skops",
+                               agreement_labels=False)
     finally:
         client.delete(stream, f"{stream}:acct")
         client.close()
@@ -157,9 +168,9 @@ def test_block_answers_that_differed_from_ar_move_their_prompts_to_a_lossless_mo
 
 
 def test_the_agreement_head_serves_what_its_sklearn_model_predicts(retrained):
-    _, after_router, _, logged, _ = retrained
-    model = after_router.model
+    before, after_router, _, logged, _ = retrained
     feats = [extract_features(s.request.messages, s.request.max_tokens) for s in logged["realistic"] + logged["suite"]]
-    lean = [model.predict(f).agreement for f in feats]
-    assert all(abs(a - b) < 1e-9 for a, b in zip(lean, agreement_reference(model, feats)))
-    assert Router().predict(logged["suite"][0].request).agreement is None  # the shipped router has no such head
+    for model in (after_router.model, load_model()):  # learned from the log; the shipped one, from the data's labels
+        lean = [model.predict(f).agreement for f in feats]
+        assert all(abs(a - b) < 1e-9 for a, b in zip(lean, agreement_reference(model, feats)))
+    assert before.predict(logged["suite"][0].request).agreement is None  # the router before had no such head
