@@ -63,6 +63,8 @@ def test_the_oracle_takes_per_request_the_fastest_mode_that_scores_as_ar():
     assert bound["better_single_requests_per_s"] == pytest.approx(3 / 0.1)  # all-block
     assert bound["router_vs_oracle"] == pytest.approx((3 / 0.265) / ((3 / 0.1) * 100 / 140))
     assert bound["router_worst_vs_best_single"] == pytest.approx(160 / 50) and bound["router_over_1_5x_best_single"] == 2
+    # against the oracle's mode per request (60, 30, 50 ms): the first is no longer 3x block's wrong 20 ms
+    assert bound["router_worst_vs_oracle_mode"] == pytest.approx(160 / 50) and bound["router_over_1_5x_oracle_mode"] == 1
 
 
 def test_realistic_answers_are_scored_against_all_ars_in_the_same_round():
