@@ -1,17 +1,22 @@
-"""`tandem router label-agreement`: label the routing data with whether block mode writes AR's answer.
+"""`tandem router label-agreement`: label the routing data with whether block mode answers as well as AR.
 
-The router's agreement head (router/classifier.py) learns where a block answer is the answer AR
-would give. From traffic its labels are logged shadow verifications (router/training/decisions.py);
-before any traffic, this labels the shipped data set by running the checkpoint itself: each
-request that the data set's labeling policy or the shipped serving policy routes to block (no
-tools, no response format: those follow their own rules) is answered in AR and in block mode, greedy and seeded, up to `--max-tokens`, and
-`block_agrees` is whether the tokens are the same. Measured on the shipped model: requests in its
-own task suite's format mostly agree, natural requests (what real traffic looks like) almost
-never do, which is what keeps the router from sending unfamiliar prompts to block.
+The router's agreement head (router/classifier.py) learns where block's answer is as good as
+AR's. From traffic its labels are logged shadow verifications (router/training/decisions.py);
+before any traffic, this labels the shipped data set by running the checkpoint itself. Each
+request of the model's own task suite, and each request that the data set's labeling policy or
+the shipped serving policy routes to block (no tools, no response format: those follow their own
+rules), is answered in AR and in block mode (greedy, seeded, the policy's canvas and steps):
+`block_agrees` is, for a suite request, whether block's answer scores at least as AR's does
+against the suite's reference (what `tandem bench serve`'s oracle asks), and for any other
+request, whether block writes AR's tokens (up to `--max-tokens`; there is no reference to score
+against). Measured on the shipped model: its own suite's requests mostly agree, natural requests
+(what real traffic looks like) almost never do, which keeps the router from sending unfamiliar
+prompts to block.
 
 Labels go to `router/training/data/block_agreement.jsonl` (`_test.jsonl` for the held-out split;
 one `{"id", "block_agrees"}` per line, with the checkpoint they came from in the first line);
-`tandem router train` joins them to the data set by id and reports the head on the held-out labels. The file is appended to and a rerun skips ids it holds, so a long run resumes.
+`tandem router train` joins them to the data set by id and reports the head on the held-out
+labels. The file is appended to and a rerun skips ids it holds, so a long run resumes.
 """
 
 from __future__ import annotations
@@ -25,14 +30,16 @@ from router.training.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
 LABELS_PATH = TRAIN_PATH.parent / "block_agreement.jsonl"
 TEST_LABELS_PATH = TRAIN_PATH.parent / "block_agreement_test.jsonl"
 MAX_TOKENS = 64
+DATASET_SEED = 20260  # the seed `router.training.dataset.build` writes the shipped files with
 
 
 def wanted(record: dict, policies) -> bool:
     """Whether the agreement head decides for the record: a request without a grammar that one of
-    `policies` (the data set's labeling policy, the shipped serving policy) routes to block."""
+    `policies` (the data set's labeling policy, the shipped serving policy) routes to block, or
+    one of the model's own suite (cost-aware routing may move any of its tasks to block)."""
     if record.get("tools") or record.get("response_format") or not record.get("task") or not record.get("output_tokens"):
         return False
-    return any(p.route_for(record["task"], record["output_tokens"])[0] == "block" for p in policies)
+    return record.get("style") == "task_suite" or any(p.route_for(record["task"], record["output_tokens"])[0] == "block" for p in policies)
 
 
 def block_policies() -> list:
@@ -76,16 +83,35 @@ def with_labels(records: list[dict], labels: dict[str, bool]) -> list[dict]:
     return [{**r, "block_agrees": labels[r["id"]]} if r.get("id") in labels and r.get("block_agrees") is None else r for r in records]
 
 
-def label(engine, record: dict, policy, max_tokens: int = MAX_TOKENS) -> bool:
-    """Whether block mode, on the canvas and steps the policy gives the record, writes AR's tokens."""
+def suite_references() -> dict[str, object]:
+    """The task-suite items behind the data set's `task_suite` requests (both splits), by their
+    messages: their reference answers score block's and AR's."""
+    from engines.training.tasks import TASK_FAMILIES, generate_suite
+
+    items = generate_suite(60, split="train", seed=DATASET_SEED, families=TASK_FAMILIES)
+    items += generate_suite(20, split="test", seed=DATASET_SEED, families=TASK_FAMILIES)
+    return {json.dumps(it.messages, sort_keys=True): it for it in items}
+
+
+def label(engine, record: dict, policy, max_tokens: int = MAX_TOKENS, reference=None) -> bool:
+    """Whether block mode, on the canvas and steps the policy gives the record, answers as well as
+    AR: on a request of the model's own suite (`reference`, its TaskItem), whether block's whole
+    answer scores at least as AR's does against the reference (exact match and the family's
+    partial credit, as `tandem bench serve`'s oracle judges); on any other request, whether block
+    writes AR's tokens, up to `max_tokens`."""
+    from engines.training.tasks import score
     from engines.types import GenerationRequest
 
-    budget = min(record.get("max_tokens") or max_tokens, max_tokens)
+    budget = min(record.get("max_tokens") or 10**6, record["output_tokens"] + 16) if reference is not None else \
+        min(record.get("max_tokens") or max_tokens, max_tokens)
     common = {"messages": record["messages"], "max_new_tokens": budget, "stop": record.get("stop") or []}
     ar = engine.generate(GenerationRequest(mode="ar", **common))
     block = engine.generate(GenerationRequest(mode="block", seed=0, canvas=policy.canvas_for(record["output_tokens"]),
                                               max_denoising_steps=policy.steps_for(record["task"]), **common))
-    return ar.token_ids == block.token_ids
+    if reference is None:
+        return ar.token_ids == block.token_ids
+    a, b = score(reference, ar.text), score(reference, block.text)
+    return b.exact >= a.exact and b.family_score >= a.family_score - 1e-9
 
 
 def order(records: list[dict]) -> list[dict]:
@@ -118,8 +144,11 @@ def main(args) -> int:
     with out.open("a") as f:
         if not done:
             f.write(json.dumps({"checkpoint": str(Path(checkpoint).name), "max_tokens": args.max_tokens}) + "\n")
+        references = suite_references()
         for i, record in enumerate(todo, 1):
-            f.write(json.dumps({"id": record["id"], "block_agrees": label(engine, record, policy, args.max_tokens)}) + "\n")
+            reference = references.get(json.dumps(record["messages"], sort_keys=True)) if record.get("style") == "task_suite" else None
+            agrees = label(engine, record, policy, args.max_tokens, reference)
+            f.write(json.dumps({"id": record["id"], "block_agrees": agrees}) + "\n")
             f.flush()
             if i % 100 == 0:
                 print(f"  {i}/{len(todo)} in {time.time() - t0:.0f} s", flush=True)

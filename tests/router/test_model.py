@@ -109,7 +109,7 @@ def test_prompts_unlike_the_training_data_stay_off_block(model):
 
     router = Router(model=model)  # the shipped serving policy
     real = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "realistic_prompts.jsonl").read_text().splitlines()]
-    modes = [router.decide({"messages": r["messages"], "max_tokens": 256}).mode for r in real]
-    assert "block" not in modes and modes.count("verified") >= 9
+    decisions = [router.decide({"messages": r["messages"], "max_tokens": 256}) for r in real]
+    assert not [d.mode for d in decisions if d.mode == "block"] and sum(d.rule == "disagreement" for d in decisions) >= 7
     labels = [router.decide({"messages": it.messages, "max_tokens": 256}) for it in generate_suite(4, split="test", seed=0, families=("classify",))]
     assert all(d.mode == "block" for d in labels)
