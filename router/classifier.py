@@ -6,9 +6,10 @@ StandardScaler, CalibratedClassifierCV(SGDClassifier, sigmoid, ensemble=False)) 
 probabilities of the nine task types; `text_length`, a Ridge on the classifier's own features
 predicting log(1 + answer tokens) from the wording; and `length`, a quantile
 GradientBoostingRegressor on [task probabilities, text-length estimate, numeric features]
-predicting the p90 of log(1 + answer tokens); and, in a router retrained on logged outcomes,
-`agreement`, a LogisticRegression on the classifier's features giving the probability that a
-block answer to the request is exactly AR's (labels: logged shadow verification). Plus `meta`
+predicting the p90 of log(1 + answer tokens); and `agreement`, a LogisticRegression on the
+classifier's features giving the probability that a block answer to the request is as good as
+AR's (labels: what the checkpoint wrote on the data set, `tandem router label-agreement`, and
+logged shadow verification; a model trained without any has none). Plus `meta`
 (feature version, data hash, metrics).
 How they are built and fitted, and the sklearn reference path, live in router/training/fit.py.
 

@@ -12,8 +12,9 @@ Order of the rules (each named in `Decision.rule`):
 3. `task_default`: the key's task_modes over the policy's task_modes (fallback_mode if absent).
 4. `long_output`: block with a predicted length over block_max_canvases x largest canvas -> long_mode.
 5. `low_confidence`: block with confidence under the floor (the key's, else the policy's) -> safe_mode.
-   `disagreement`: block that a router retrained on logged shadow verification expects to write
-   something other than AR's answer (agreement under the policy's agreement_floor) -> safe_mode.
+   `disagreement`: block that the router's agreement head (the checkpoint's labels on the data
+   set, logged shadow verification) expects to answer worse than AR (agreement under the policy's
+   agreement_floor) -> safe_mode.
 6. `load`: with load_aware enabled and queue ratios given, an overloaded mode spills to the
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
@@ -117,7 +118,7 @@ class Router:
                 why = f"task {task} at confidence {conf:.2f} < floor {floor:.2f}; safe mode {mode}"
             elif mode == "block" and not self._block_agrees(pred, policy):
                 mode, rule = policy.safe_mode, "disagreement"
-                why = f"{why}; block expected to differ from AR (agreement {pred.agreement:.2f} < {policy.agreement_floor:.2f}); safe mode {mode}"
+                why = f"{why}; block expected to answer worse than AR (agreement {pred.agreement:.2f} < {policy.agreement_floor:.2f}); safe mode {mode}"
             la = policy.load_aware
             ratio = lambda m: view[ENGINE_OF_MODE[m]].queue_ratio if view and ENGINE_OF_MODE[m] in view else 0.0  # noqa: E731
             if la.enabled and view and ratio(mode) > la.max_queue_ratio:

@@ -62,9 +62,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from router.classifier import load_model
     from router.training.train import evaluate, format_report
 
+    from router.training.label_agreement import labels_for, load_labels, with_labels
+
     model = load_model(args.model)
     policy = load_store(args.policy).current() if args.policy else None
-    report = evaluate(model, load_jsonl(args.data), policy)
+    report = evaluate(model, with_labels(load_jsonl(args.data), load_labels(labels_for(args.data))), policy)
     print(format_report(report))
     if args.json:
         with open(args.json, "w") as fh:

@@ -190,7 +190,7 @@ def format_report(rep: dict) -> str:
     if "agreement" in rep:
         a = rep["agreement"]
         lines.append("")
-        lines.append(f"agreement head: {a['n']} labeled block requests ({a['agree']} where block writes AR's answer), "
+        lines.append(f"agreement head: {a['n']} labeled block requests ({a['agree']} where block answers as well as AR), "
                      f"accuracy {a['accuracy']:.3f}; block kept on {_share(a['block_kept_where_agrees'])} of those that agree, "
                      f"{_share(a['block_kept_where_differs'])} of those that differ")
     if "length_coverage" in rep:

@@ -27,10 +27,10 @@ def test_shipped_default_policy_is_valid_and_matches_the_schema_defaults():
     assert {t for t, m in p.task_modes.items() if m == "verified"} == {"extract", "summarize", "plan"}
     assert p.load_aware.enabled is True and p.load_aware.cost_aware is True
     assert p.forcing.model_aliases["tandem"] == "auto"
-    assert p.safe_mode == "ar"  # where block is doubted on this checkpoint, its drafts miss too
+    assert p.safe_mode == "ar" and p.agreement_floor == 0.3  # measured on this checkpoint (docs/router.md)
     # otherwise the YAML spells out the schema's defaults
     product = p.model_copy(update={"shadow_verify_rate": 0.0, "description": "", "task_modes": dict(DEFAULT_TASK_MODES), "block_max_canvases": 1,
-                                   "safe_mode": "verified",
+                                   "safe_mode": "verified", "agreement_floor": 0.5,
                                    "load_aware": p.load_aware.model_copy(update={"equal_quality_tasks": []})})
     assert product == Policy()
 
