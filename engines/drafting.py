@@ -79,7 +79,7 @@ class DraftControl:
     largest: int  # the model's canvas
     noise: torch.Generator = field(default_factory=lambda: make_generator(0))  # the drafts' starting noise
     credit: float = 0.0  # AR steps this row may still lose to drafts that miss
-    first: bool = True  # the first draft is granted whatever the credit
+    first: bool = True  # the first draft may be granted whatever the credit (`granted`)
     misses: int = 0  # rounds in a row that lost time against AR (each halves the allowance)
     sure: bool = True  # whether AR is sure of the row's next token (SURE_ENTROPY): alone, only then does it draft
     hesitated: bool = False  # AR was unsure of a token before the row's first draft
@@ -99,7 +99,7 @@ class DraftControl:
         if self.waits(costs, batch, most_steps):
             return 0, 0
         canvas = min(self.canvas, room)
-        if self.first and canvas >= 1 and self.granted(costs, batch, most_steps, canvas) and not (batch == 1 and self.hesitated):
+        if canvas >= 1 and self.granted(costs, batch, most_steps, canvas):
             return canvas, min(FIRST_STEPS, most_steps)
         smallest = min(MIN_DRAFT, canvas)
         while canvas >= max(1, smallest):
@@ -111,9 +111,12 @@ class DraftControl:
         return 0, 0
 
     def granted(self, costs: DraftCosts, batch: int, most_steps: int, canvas: int) -> bool:
-        """Whether the first draft goes ahead on no credit: when, fully accepted, it would write
-        TARGET_GAIN times what AR writes in its time. Where AR batches far better than drafts do
-        (a CPU at batch 8) it does not, and the row drafts only on the credit its tokens earn."""
+        """Whether the row's first draft goes ahead on no credit: when, fully accepted, it would
+        write TARGET_GAIN times what AR writes in its time (where AR batches far better than drafts
+        do, a CPU at batch 8, it does not), and, for a row alone, AR has not hesitated before it.
+        Otherwise the row drafts only on the credit its tokens earn."""
+        if not self.first or (batch == 1 and self.hesitated):
+            return False
         return canvas + 1 >= TARGET_GAIN * costs.round(canvas, min(FIRST_STEPS, most_steps), batch)
 
     def next_token(self, sure: bool) -> None:
@@ -171,7 +174,7 @@ class DraftControl:
         """AR steps before the credit covers the smallest draft (0: it does now; at least 1 while
         the row `waits`: look again after it)."""
         least = 1 if self.waits(costs, batch, most_steps) else 0
-        if self.first and self.granted(costs, batch, most_steps, self.canvas) and not (batch == 1 and self.hesitated):
+        if self.granted(costs, batch, most_steps, self.canvas):
             return least
         canvas = min(MIN_DRAFT, self.canvas)
         need = (min(MIN_STEPS, most_steps) + 1) * costs.step(canvas, batch)
