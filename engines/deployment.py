@@ -55,6 +55,7 @@ class EngineDeployment:
         max_queue: int = MAX_QUEUE,
         max_wait_s: float = MAX_WAIT_S,
         prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS,
+        sure_entropy: float | None = None,
     ):
         import torch
 
@@ -66,6 +67,7 @@ class EngineDeployment:
         self.modes = tuple(modes)
         self.engine = DiffusionEngine.from_checkpoint(checkpoint or default_checkpoint(), dtype=dtype, device=device,
                                                       prefix_cache_tokens=prefix_cache_tokens)
+        self.engine.sure_entropy = sure_entropy
         self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
 

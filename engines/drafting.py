@@ -83,14 +83,16 @@ class DraftControl:
     misses: int = 0  # rounds in a row that lost time against AR (each halves the allowance)
     sure: bool = True  # whether AR is sure of the row's next token (SURE_ENTROPY): alone, only then does it draft
     hesitated: bool = False  # AR was unsure of a token before the row's first draft
+    sure_below: float = SURE_ENTROPY  # the entropy under which AR counts as sure of a token
     ends_in: int | None = None  # tokens the last draft still had before its end, past what was written
     reserve: float = 0.0  # the credit the smallest draft needs (set by `plan`): AR steps earn credit up to it
 
     @classmethod
-    def start(cls, params: BlockParams, largest: int, seed: int | None = None) -> "DraftControl":
+    def start(cls, params: BlockParams, largest: int, seed: int | None = None, sure_below: float = SURE_ENTROPY) -> "DraftControl":
         """A row's plan before its first draft. The drafts' noise is seeded (by the request's seed, or 0):
         a request drafts alike every time, so its speed is reproducible (its tokens are AR's anyway)."""
-        return cls(canvas=min(params.canvas, FIRST_CANVAS), largest=largest, noise=make_generator(0 if seed is None else seed))
+        return cls(canvas=min(params.canvas, FIRST_CANVAS), largest=largest, noise=make_generator(0 if seed is None else seed),
+                   sure_below=sure_below)
 
     def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int) -> tuple[int, int]:
         """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the

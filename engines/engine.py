@@ -56,6 +56,7 @@ class DiffusionEngine:
         self.seeder = Seeder(self.tokenizer, filler, slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), filler, self.vocab_size))
         self.draft_costs = DraftCosts(CostProfile.load(self.path))  # verified mode prices its drafts with it
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
+        self.sure_entropy: float | None = None  # verified: where a row alone drafts (None: engines.drafting.SURE_ENTROPY)
         self._lock = threading.Lock()
 
     @classmethod
@@ -227,7 +228,8 @@ class DiffusionEngine:
         elif mode == "block":
             decode_block(self.model, rows, params, self.pad_id, admit, max_batch)
         else:
-            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None, self.draft_costs)
+            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None, self.draft_costs,
+                            self.sure_entropy)
 
     def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any

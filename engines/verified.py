@@ -48,7 +48,7 @@ def predict(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
     tokens = next_tokens(rows, logits[:, None])[:, 0]
     for row, e, token in zip(rows, token_entropy(logits).tolist(), tokens.tolist()):
         if row.draft is not None:
-            row.draft.next_token(sure=token not in row.stop_ids and (row.constraint is not None or e < SURE_ENTROPY))
+            row.draft.next_token(sure=token not in row.stop_ids and (row.constraint is not None or e < row.draft.sure_below))
     return tokens
 
 
@@ -274,16 +274,17 @@ def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCos
 @torch.inference_mode()
 def decode_verified(
     model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
-    costs: DraftCosts | None = None,
+    costs: DraftCosts | None = None, sure_entropy: float | None = None,
 ) -> None:
     """Decode `rows` in verified mode; newcomers from `admit` join between rounds. Rows with a
     skeleton (`seeder` given, params.seeded) draft one round as skeleton-seeded answers (the
     skeleton is accepted for free wherever the values before it were); AR finishes the rest."""
     context, largest, costs = context_length(model), model.config.canvas_length, costs or DraftCosts()
+    sure_below = SURE_ENTROPY if sure_entropy is None else sure_entropy
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
     if seeder is None:
         for row in rows:
-            row.draft = DraftControl.start(params, largest, row.request.seed)
+            row.draft = DraftControl.start(params, largest, row.request.seed, sure_below)
     drafting = Rows(batch, list(rows), predict(rows, logits))
     if seeder is not None:
         # Seeded drafts cover the answer from its start, so they serve one round; a plain canvas
@@ -315,7 +316,7 @@ def decode_verified(
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
             for row in joining:
-                row.draft = DraftControl.start(params, largest, row.request.seed)
+                row.draft = DraftControl.start(params, largest, row.request.seed, sure_below)
             drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits)))
         if not drafting.live and not stepping.live:
             return

@@ -24,6 +24,9 @@ class EngineArgs(BaseModel):
     max_wait_s: float = Field(MAX_WAIT_S, gt=0, description="How long an incompatible request waits before running batches stop admitting.")
     prefix_cache_tokens: int = Field(
         PREFIX_CACHE_TOKENS, ge=0, description="Prompt-head tokens whose KV each replica keeps for reuse (system prompt, tools, earlier turns); 0: off.")
+    sure_entropy: float | None = Field(
+        None, gt=0, description="Verified mode: a row alone drafts only where the entropy (nats) of AR's next-token choice is under this; "
+                                "null: engines.drafting.SURE_ENTROPY, measured on the shipped model (another checkpoint may want its own).")
 
 
 class AppArgs(BaseModel):
