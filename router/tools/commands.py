@@ -1,4 +1,4 @@
-"""Router subcommands of `tandem`: `router train|evaluate|dataset`, `route`, `bench router`.
+"""Router subcommands of `tandem`: `router train|evaluate|dataset|label-agreement`, `route`, `bench router`.
 `register` only declares arguments; each command imports its modules when it runs."""
 
 from __future__ import annotations
@@ -79,10 +79,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 @_errors_as_messages
+@_errors_as_messages
 def _lazy_label_agreement(args: argparse.Namespace) -> int:
     from router.training.label_agreement import main
 
     return main(args)
+
+
+def _count(low: int):
+    """argparse type: an int >= `low`."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
@@ -200,9 +211,9 @@ def register(commands, bench_commands) -> None:
     p.add_argument("--data", default=None, help="JSONL to label (default: the shipped train split)")
     p.add_argument("--out", default=None, help="labels JSONL (default: router/training/data/block_agreement.jsonl for the train split)")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: $TANDEM_CHECKPOINT, else the shipped model)")
-    p.add_argument("--max-tokens", type=int, default=64, help="answer tokens compared per request")
-    p.add_argument("--limit", type=int, default=0, help="label at most this many more requests (0: all)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--max-tokens", type=_count(1), default=64, help="answer tokens compared per request")
+    p.add_argument("--limit", type=_count(0), default=0, help="label at most this many more requests (0: all)")
+    p.add_argument("--threads", type=_count(1), default=1, help="torch threads")
     p.set_defaults(func=_lazy_label_agreement)
 
     p = sub.add_parser("dataset", help="regenerate the labeled routing data set (seeded, deterministic)")

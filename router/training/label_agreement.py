@@ -136,6 +136,10 @@ def main(args) -> int:
     data = Path(args.data) if args.data else TRAIN_PATH
     out = Path(args.out) if args.out else labels_for(data)
     checkpoint = args.checkpoint or default_checkpoint()
+    if not data.is_file():
+        raise FileNotFoundError(f"no such data file: {data}")
+    if args.checkpoint and not (Path(args.checkpoint) / "config.json").is_file():
+        raise FileNotFoundError(f"not a checkpoint directory (no config.json): {args.checkpoint}")
     done, policies = load_labels(out), block_policies()
     todo = [r for r in order([r for r in load_jsonl(data) if wanted(r, policies)]) if r["id"] not in done][: args.limit or None]
     print(f"{len(done)} labeled in {out}; {len(todo)} to label with {checkpoint}, max_tokens {args.max_tokens}")

@@ -41,3 +41,14 @@ def test_the_shipped_labels_cover_the_train_and_held_out_splits():
     train, test = load_labels(labels_for(TRAIN_PATH)), load_labels(labels_for(Path(TRAIN_PATH).with_name("routing_test.jsonl")))
     assert len(train) >= 2000 and len(test) >= 600
     assert 0 < sum(train.values()) < len(train)  # both outcomes: the head can be fitted
+
+
+def test_bad_arguments_are_one_line_errors_and_write_nothing(tmp_path, capsys):
+    missing = tmp_path / "missing.jsonl"
+    assert main(["router", "label-agreement", "--data", str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == f"tandem: no such data file: {missing}"
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(pick("task_suite", "classify")) + "\n")
+    assert main(["router", "label-agreement", "--data", str(data), "--checkpoint", str(tmp_path)]) == 2
+    assert "not a checkpoint directory" in capsys.readouterr().err
+    assert not labels_for(data).exists()
