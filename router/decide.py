@@ -14,7 +14,8 @@ Order of the rules (each named in `Decision.rule`):
 5. `low_confidence`: block with confidence under the floor (the key's, else the policy's) -> safe_mode.
    `disagreement`: block that the router's agreement head (the checkpoint's labels on the data
    set, logged shadow verification) expects to answer worse than AR (agreement under the policy's
-   agreement_floor) -> safe_mode.
+   agreement_floor) -> safe_mode; verified under the same expectation -> ar (its drafts are
+   block's denoiser: they would be rejected, and AR steps write AR's answer sooner alone).
 6. `load`: with load_aware enabled and queue ratios given, an overloaded mode spills to the
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
@@ -119,6 +120,11 @@ class Router:
             elif mode == "block" and not self._block_agrees(pred, policy):
                 mode, rule = policy.safe_mode, "disagreement"
                 why = f"{why}; block expected to answer worse than AR (agreement {pred.agreement:.2f} < {policy.agreement_floor:.2f}); safe mode {mode}"
+            elif mode == "verified" and not self._block_agrees(pred, policy):
+                # verified's drafts are block's denoiser: where block is expected to write something
+                # else than AR, its drafts are rejected and it writes AR's answer by AR steps, slower
+                mode, rule = "ar", "disagreement"
+                why = f"{why}; its drafts expected to miss AR's answer (agreement {pred.agreement:.2f} < {policy.agreement_floor:.2f}); ar"
             la = policy.load_aware
             ratio = lambda m: view[ENGINE_OF_MODE[m]].queue_ratio if view and ENGINE_OF_MODE[m] in view else 0.0  # noqa: E731
             if la.enabled and view and ratio(mode) > la.max_queue_ratio:
@@ -164,11 +170,13 @@ class Router:
     def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
                                  block_agrees: bool = True):
         """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
-        least `min_gain` times faster than `mode`, else None. Verified and AR always count as equal
+        least `min_gain` times faster than `mode`, else None. Verified and AR count as equal
         (lossless); block joins them for the policy's equal_quality_tasks, within the policy's block
-        limit (block_max_canvases), unless the agreement head expects it to differ from AR."""
+        limit (block_max_canvases). Where the agreement head expects block to differ from AR, only
+        AR remains: block would answer worse, and verified's drafts would be rejected."""
         block_ok = block_agrees and task in policy.load_aware.equal_quality_tasks and tokens <= policy.block_limit_tokens
-        same = {"verified", "ar"} | ({"block"} if block_ok else set())
+        # verified is AR's answer, but only pays where its drafts (block's) are AR's tokens
+        same = {"ar"} | ({"verified"} if block_agrees else set()) | ({"block"} if block_ok else set())
         if mode not in same:
             return None
         steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)

@@ -268,6 +268,35 @@ def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypat
     assert r.decide(summary, view=seen).mode == "ar"
 
 
+def test_verified_is_not_chosen_where_its_drafts_are_expected_to_miss(model):
+    """Verified's drafts are block's denoiser. Where the agreement head expects block to write
+    something else than AR (prompts unlike the checkpoint's suite), the drafts are rejected and
+    verified writes AR's answer by AR steps: its task default goes to AR, and cost-aware routing
+    never moves such a request to verified, however much sooner the suite-based profile prices it.
+    Requests the head expects block to answer as AR does keep both."""
+    modes = dict(DEFAULT_TASK_MODES) | {"summarize": "verified"}
+    make = lambda floor: Router(model=model, store=policy(task_modes=modes, agreement_floor=floor,  # noqa: E731
+                                                          load_aware={"enabled": True, "min_gain": 1.2}))
+    unfamiliar = req("Sum up this thread in two sentences for the on-call channel: the deploy failed twice because the "
+                     "migration timed out; Dana rolled back and we will retry after the index rebuild tonight.", max_tokens=200)
+    strict = make(0.3)
+    pred = strict.predict(unfamiliar)
+    assert pred.task == "summarize" and pred.agreement < 0.3, pred
+    d = strict.decide(unfamiliar)
+    assert (d.mode, d.rule) == ("ar", "disagreement") and "drafts expected to miss" in d.reason
+    # a busy AR engine and a profile that prices verified drafts as nearly free: still AR
+    strict.cost = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 20.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.95)
+    assert strict.decide(unfamiliar, view={"block": IDLE, "ar": BUSY}).mode == "ar"
+    # with the agreement rule off (floor 0) the same request is verified, and the cost model may move it
+    lax = make(0.0)
+    lax.cost = strict.cost
+    assert lax.decide(unfamiliar).mode == "verified"
+    ar_default = Router(model=model, store=policy(task_modes=modes | {"summarize": "ar"}, agreement_floor=0.0,
+                                                  load_aware={"enabled": True, "min_gain": 1.2}))
+    ar_default.cost = strict.cost
+    assert ar_default.decide(unfamiliar, view={"block": IDLE, "ar": BUSY}).mode == "verified"
+
+
 def test_the_view_hands_the_engines_cost_profile_to_the_router():
     """Cost-aware routing needs the profile the block engine ships: the view fetches it on its first
     poll and hands it over (a refactor once dropped that hand-over, and cost-aware routing went
