@@ -81,20 +81,34 @@ class CostProfile:
         per_round = max(1.0, acceptance * canvas + 1)  # accepted prefix + the AR token
         return math.ceil(tokens / per_round) * (denoise + 2)
 
+    def decode_ms(self, mode: str, tokens: int, steps: int, canvas: int, task: str | None, batch: float,
+                  draft_share: float | None = None) -> float:
+        """Milliseconds to decode `tokens` in `mode` at `batch` rows. Verified with a `draft_share`
+        (the share of its tokens drafts wrote in the requests of this task observed lately): that
+        share priced in rounds as `forwards` counts them, the rest by AR steps on the block engine
+        (one encoder call over one token, priced as an AR step). A task whose drafts miss costs
+        verified about AR's time, whatever the task suite's acceptance said."""
+        engine = ENGINE_OF_MODE[mode]
+        per_forward = self.forward_ms(engine, batch, canvas if engine == "block" else None)
+        drafted = self.forwards(mode, tokens, steps, canvas, task) * per_forward
+        if mode != "verified" or draft_share is None:
+            return drafted
+        share = min(1.0, max(0.0, draft_share))
+        return share * drafted + (1.0 - share) * tokens * self.forward_ms("ar", batch)
+
     def prefill_ms(self, engine: str, prompt_tokens: int, cached_tokens: float = 0.0) -> float:
         """Milliseconds to encode a prompt of which `cached_tokens` come from the prefix cache."""
         return max(0.0, prompt_tokens - cached_tokens) * self.prefill_ms_per_token.get(engine, 0.0)
 
     def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None = None,
-                   prompt_tokens: int = 0, cached_tokens: float = 0.0) -> float:
+                   prompt_tokens: int = 0, cached_tokens: float = 0.0, draft_share: float | None = None) -> float:
         """Estimated milliseconds to prefill (what is not cached) and decode one request alone (batch 1)."""
-        engine = ENGINE_OF_MODE[mode]
-        decode = self.forwards(mode, tokens, steps, canvas or self.canvas, task) * self.forward_ms(engine, 1, canvas if engine == "block" else None)
-        return self.prefill_ms(engine, prompt_tokens, cached_tokens) + decode
+        decode = self.decode_ms(mode, tokens, steps, canvas or self.canvas, task, 1, draft_share)
+        return self.prefill_ms(ENGINE_OF_MODE[mode], prompt_tokens, cached_tokens) + decode
 
     def finish_ms(
         self, mode: str, tokens: int, steps: int, canvas: int, queued: int, running: int, capacity: int, task: str | None = None,
-        backlog_ms: float | None = None, prompt_tokens: int = 0, cached_tokens: float = 0.0,
+        backlog_ms: float | None = None, prompt_tokens: int = 0, cached_tokens: float = 0.0, draft_share: float | None = None,
     ) -> float:
         """Estimated time until a request of `tokens` finishes in `mode` behind the given queue.
         With `backlog_ms` (the block engine's work ahead, a `Backlog`), block and verified work is
@@ -102,12 +116,13 @@ class CostProfile:
         nothing from batching canvases (a step's cost grows with rows x canvas), and a request
         only joins a running batch of its own canvas and steps, so it mostly waits its turn.
         AR rows join the running batch at the next token and share its steps. The prompt's prefill
-        (less what the prefix cache holds) is paid once, before the first token."""
+        (less what the prefix cache holds) is paid once, before the first token. `draft_share`:
+        verified's live share of tokens written by drafts for this task (`decode_ms`)."""
         engine = ENGINE_OF_MODE[mode]
         if engine == "block" and backlog_ms is not None:
-            return backlog_ms + self.service_ms(mode, tokens, steps, canvas, task, prompt_tokens, cached_tokens)
+            return backlog_ms + self.service_ms(mode, tokens, steps, canvas, task, prompt_tokens, cached_tokens, draft_share)
         batch = min(capacity, running + queued + 1)
-        service = self.forwards(mode, tokens, steps, canvas, task) * self.forward_ms(engine, batch, canvas if engine == "block" else None)
+        service = self.decode_ms(mode, tokens, steps, canvas, task, batch, draft_share)
         waiting_rounds = max(0, running + queued + 1 - capacity) / capacity  # batches ahead of it
         return service * (1 + waiting_rounds) + self.prefill_ms(engine, prompt_tokens, cached_tokens)
 

@@ -194,18 +194,22 @@ class Router:
         return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
 
     def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None,
-                        view: Mapping[str, EngineView] | None, prompt: PromptSize | None = None) -> float | None:
+                        view: Mapping[str, EngineView] | None, prompt: PromptSize | None = None,
+                        draft_share: float | None = None) -> float | None:
         """Milliseconds until a request would finish in `mode` given the view, by the cost profile
         alone (None without a profile or a reachable engine); `decide` applies the calibration.
         The prompt's prefill is priced less what the engine's prefix cache is expected to hold:
-        its head (all but the last message) times the share of prefix tokens that engine has reused."""
+        its head (all but the last message) times the share of prefix tokens that engine has reused.
+        Verified is priced by the share of its tokens drafts wrote lately for the task, once known
+        (or by `draft_share` when given: what one finished request's drafts wrote)."""
         e = view.get(ENGINE_OF_MODE[mode]) if view else None
         if self.cost is None or e is None or not e.reachable:
             return None
         prompt = prompt or PromptSize(0, 0)
         cached = expected_cached_tokens(prompt, e)
         return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, e.queued, e.running, max(1, e.capacity),
-                                   task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached)
+                                   task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached,
+                                   draft_share=draft_share if draft_share is not None else e.draft_share.get(task) if task else None)
 
     @staticmethod
     def _forced(req: RouteRequest, policy, override) -> tuple[str | None, str | None]:

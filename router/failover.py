@@ -156,5 +156,11 @@ class Failover:
             estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt)
             engine = view.get(ENGINE_OF_MODE[gen.mode])
             cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
-            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached)
+            share = engine.draft_share.get(decision.task) if engine is not None and decision.task else None
+            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached, share)
+
+            def reestimate(written: int, drafted_share: float) -> float | None:
+                return self.router.finish_estimate(gen.mode, max(1, written), steps, gen.canvas, decision.task, view, prompt, drafted_share)
+
+            return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate)
         return self.view.dispatched(gen, estimate, service, task=decision.task)

@@ -140,7 +140,7 @@ class Gateway:
                 body = self._stream_chunks(call, stream, first, ticket, decision, mode, degraded, started)
                 return StreamingResponse(body, media_type="text/event-stream", headers=out_headers)
             result, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.call_generate)
-            self.view.returned(ticket, ok=True)
+            self.view.returned(ticket, ok=True, stats=result.stats)
             await self._check_content(call, result)
             self._finish(call, gen, result, mode, degraded, decision, started, ticket)
             out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
@@ -163,7 +163,7 @@ class Gateway:
     async def _stream_chunks(self, call: Call, stream, first, ticket: Ticket, decision, mode: str, degraded: bool,
                              started: float) -> AsyncIterator[str]:
         created = int(time.time())
-        finished = False
+        finished, stats = False, None
         reader = CallReader(bool(call.output.callable))
         try:
             if call.chat:
@@ -177,7 +177,7 @@ class Gateway:
                     for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
                         yield chunk
                 elif isinstance(item, GenerationResult):
-                    finished = True
+                    finished, stats = True, item.stats
                     self._finish(call, dataclasses.replace(call.gen, mode=mode), item, mode, degraded, decision, started, ticket)
                     for chunk in delta_chunks(call, created, reader.finish()):
                         yield chunk
@@ -199,7 +199,7 @@ class Gateway:
             self._error(503, code="engine_unavailable", decision=decision, mode=mode)
             yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
         finally:
-            self.view.returned(ticket, ok=finished)
+            self.view.returned(ticket, ok=finished, stats=stats)
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
         yield DONE
 

@@ -16,10 +16,11 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engines.cost import CostProfile
-from engines.types import ENGINE_OF_MODE, Engine, EngineLoad, GenerationRequest
+from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
 from router.engine_health import EngineHealth, replica_died
 
 log = logging.getLogger("tandem.gateway")
@@ -45,6 +46,9 @@ class EngineView:
     # there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
     by_task: dict[tuple[str, str], float] = field(default_factory=dict)
     prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.prefix_cache)
+    # block engine: task -> share of verified's output tokens its drafts wrote lately, once there are
+    # enough requests (TASK_EVIDENCE); the cost model prices verified by it (engines.cost.decode_ms)
+    draft_share: dict[str, float] = field(default_factory=dict)
 
     def factor(self, mode: str, task: str | None) -> float:
         """How much longer than the cost profile's estimate a `mode` request of `task` takes here."""
@@ -68,6 +72,10 @@ class Ticket:
     task: str | None = None  # the router's task type for it
     estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
     backlog_end: float | None = None  # its place in the block engine's backlog
+    # the same estimate redone for the tokens it really wrote and the share of them its drafts wrote:
+    # calibration compares what it took with that, so a length the router mispredicted or drafts that
+    # missed are not read as the engine being slow (they are priced apart)
+    reestimate: Callable[[int, float], float | None] | None = None
 
 
 class RoutingView:
@@ -92,6 +100,7 @@ class RoutingView:
         self.calibration: dict[Engine, Calibration] = {e: Calibration() for e in engines}
         # (mode, task) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
         self.by_task: dict[tuple[str, str], Calibration] = defaultdict(lambda: Calibration(high=50.0))
+        self.draft_share: dict[str, DraftShare] = defaultdict(DraftShare)  # task -> verified's drafts' share of its tokens
         self._poller: asyncio.Task | None = None
         self._first_poll: asyncio.Event | None = None
 
@@ -168,33 +177,42 @@ class RoutingView:
                                    calibration=self.calibration[name].factor,
                                    backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
                                    by_task={k: c.factor for k, c in self.by_task.items() if ENGINE_OF_MODE[k[0]] == name and c.count >= TASK_EVIDENCE},
-                                   prefix_reuse=prefix_reuse(load.stats))
+                                   prefix_reuse=prefix_reuse(load.stats),
+                                   draft_share={t: d.share for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {})
         return out
 
     # ---- what this gateway sends ----------------------------------------------------------------------
 
-    def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None, task: str | None = None) -> Ticket:
+    def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None, task: str | None = None,
+                   reestimate: Callable[[int, float], float | None] | None = None) -> Ticket:
         """Count `gen` at its engine, with the cost profile's estimate of its finish (calibrated
-        against what happens, for its engine and for its mode and `task`) and, on the block engine,
-        its own work in the backlog."""
+        against what happens, for its engine and for its mode and `task`; `reestimate` redoes it for
+        the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog."""
         engine = ENGINE_OF_MODE[gen.mode]
-        ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms)
+        ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate)
         if engine == "block" and service_ms is not None:
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
         return ticket
 
-    def returned(self, ticket: Ticket, ok: bool) -> None:
+    def returned(self, ticket: Ticket, ok: bool, stats: DecodeStats | None = None) -> None:
+        """`ticket`'s request is back (`ok`: answered); `stats`: what decoding it cost, read for
+        verified's draft share."""
         now = time.monotonic()
         self._in_flight[ticket.engine] -= 1
         self._finished_since_poll[ticket.engine] += 1
         if ticket.backlog_end is not None:
             self.backlog.done(ticket.backlog_end, now)
-        if ok and ticket.estimate_ms:
+        estimate = ticket.estimate_ms
+        if ok and estimate and stats is not None and stats.output_tokens and ticket.reestimate is not None:
+            estimate = ticket.reestimate(stats.output_tokens, stats.accepted / stats.output_tokens)
+        if ok and estimate:
             observed = (now - ticket.started) * 1000.0
-            self.calibration[ticket.engine].observe(observed, ticket.estimate_ms)
+            self.calibration[ticket.engine].observe(observed, estimate)
             if ticket.task:
-                self.by_task[(ticket.mode, ticket.task)].observe(observed, ticket.estimate_ms)
+                self.by_task[(ticket.mode, ticket.task)].observe(observed, estimate)
+        if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:
+            self.draft_share[ticket.task].observe(stats.accepted, stats.output_tokens)
 
     def snapshot(self) -> dict:
         """For /admin/stats."""
@@ -202,6 +220,7 @@ class RoutingView:
                 "calibration_by_task": {f"{m}/{t}": round(c.factor, 3) for (m, t), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
+                "draft_share_by_task": {t: round(d.share, 3) for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
                 "health": self.health.snapshot()}
 
 
@@ -254,3 +273,26 @@ class Calibration:
         self.count += 1
         self._observed += self.alpha * (observed_ms - self._observed)
         self._estimated += self.alpha * (estimated_ms - self._estimated)
+
+
+class DraftShare:
+    """The share of verified's output tokens that its drafts wrote (accepted draft tokens over all
+    tokens written), for one task type: exponentially weighted sums, so long answers weigh by their
+    length and old evidence decays. The task suite's acceptance prices verified until there is
+    evidence; prompts of a task unlike the suite's can draft far less (AR unsure, drafts rejected)."""
+
+    def __init__(self, alpha: float = 0.2) -> None:
+        self.alpha = alpha
+        self._drafted = self._written = 0.0
+        self.count = 0  # requests observed
+
+    @property
+    def share(self) -> float:
+        return self._drafted / self._written if self._written > 0 else 0.0
+
+    def observe(self, drafted: int, written: int) -> None:
+        if written <= 0:
+            return
+        self.count += 1
+        self._drafted += self.alpha * (min(drafted, written) - self._drafted)
+        self._written += self.alpha * (written - self._written)

@@ -10,7 +10,8 @@ requests/s, output tokens/s, p50/p99 latency and quality (exact match, family sc
 to all-AR and all-block, and the **oracle**: per request, the fastest single mode among those that
 score as AR does on it, measured in the same round; its throughput (the better single mode's,
 scaled by that mode's total time over the oracle's) is the router's upper bound, and the router is reported as a share of it, of
-the better single mode, and per request against that request's best single mode. Writes JSON and
+the better single mode, and per request against that request's best single mode (per round, and
+as medians over the rounds). Writes JSON and
 a PNG. Without `--url` it starts the app in-process on a free port (the shipped checkpoint,
 default policy) and stops it afterwards.
 """
@@ -52,6 +53,7 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
 
     sem = asyncio.Semaphore(concurrency)
     latencies, outputs, modes, errors = [], [None] * len(items), [None] * len(items), 0
+    reasons = [None] * len(items)  # the router's decision (rule: reason) per request
     item_ms = [0.0] * len(items)
 
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
@@ -69,6 +71,7 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
                 body = r.json()
                 outputs[i] = (body["choices"][0]["message"]["content"], body["usage"]["completion_tokens"])
                 modes[i] = body["tandem"]["mode"]
+                reasons[i] = f"{body['tandem']['rule']}: {body['tandem']['reason']}"
 
         t0 = time.perf_counter()
         await asyncio.gather(*(one(i, item) for i, item in enumerate(items)))
@@ -97,7 +100,8 @@ async def _run(url: str, model: str, items, concurrency: int, max_tokens: int) -
         "modes": {m: modes.count(m) for m in sorted(set(modes) - {None})},
         "by_family": by_family,
         "per_item": [{"family": item.family, "ms": ms, "mode": mode, "text": out[0] if out else None, "exact": bool(s and s.exact),
-                      "score": s.family_score if s else 0.0} for item, ms, mode, out, s in zip(items, item_ms, modes, outputs, scores)],
+                      "score": s.family_score if s else 0.0, "decision": why}
+                     for item, ms, mode, out, s, why in zip(items, item_ms, modes, outputs, scores, reasons)],
     }
 
 
@@ -159,6 +163,41 @@ def oracle(runs: list[dict]) -> list[dict]:
             rec["router_over_1_5x_oracle_mode"] = sum(x > 1.5 for x in vs_oracle)
             rec["router_exact_vs_ar"] = router["exact_match"] - mine["all-ar"]["exact_match"]
         out.append(rec)
+    return out
+
+
+def per_request(runs: list[dict]) -> list[dict]:
+    """Per concurrency, each request's time as the median over rounds (one round's single request
+    moves by +-50% on a busy 2-core machine; a worst case over rounds counts that noise, not the
+    router): the router's median against the median of the request's fastest single mode, and of
+    its oracle mode (the fastest that scores as AR does on it, in each round)."""
+    out = []
+    for concurrency in dict.fromkeys(r["concurrency"] for r in runs):
+        rounds = sorted({r["round"] for r in runs if r["concurrency"] == concurrency})
+        by_round = [{r["policy"]: r for r in runs if (r["round"], r["concurrency"]) == (k, concurrency)} for k in rounds]
+        by_round = [m for m in by_round if "router" in m and "all-ar" in m]
+        if not by_round:
+            continue
+        n = len(by_round[0]["router"]["per_item"])
+        router_ms, best_ms, oracle_ms = [], [], []
+        for i in range(n):
+            mine, best, acceptable = [], [], []
+            for m in by_round:
+                singles = [p for p in SINGLE_MODES if p in m]
+                ar = m["all-ar"]["per_item"][i]
+                mine.append(m["router"]["per_item"][i]["ms"])
+                best.append(min(m[p]["per_item"][i]["ms"] for p in singles))
+                acceptable.append(min(m[p]["per_item"][i]["ms"] for p in singles
+                                      if m[p]["per_item"][i]["exact"] >= ar["exact"] and m[p]["per_item"][i]["score"] >= ar["score"] - 1e-9))
+            router_ms.append(statistics.median(mine))
+            best_ms.append(statistics.median(best))
+            oracle_ms.append(statistics.median(acceptable))
+        vs_best = [r / b for r, b in zip(router_ms, best_ms)]
+        vs_oracle = [r / o for r, o in zip(router_ms, oracle_ms)]
+        out.append({"concurrency": concurrency, "rounds": len(by_round), "requests": n,
+                    "worst_vs_best_single": max(vs_best), "over_1_5x_best_single": sum(x > 1.5 for x in vs_best),
+                    "worst_vs_oracle_mode": max(vs_oracle), "over_1_5x_oracle_mode": sum(x > 1.5 for x in vs_oracle),
+                    "router_ms": router_ms, "best_single_ms": best_ms, "oracle_mode_ms": oracle_ms})
     return out
 
 
@@ -226,11 +265,13 @@ def main(args) -> int:
     runs = []
     try:
         asyncio.run(_run(url, "tandem-ar", items[:2], 1, args.max_tokens))  # warm-up
-        chosen = {p: POLICIES[p] for p in args.policies.split(",")}
-        # Rounds interleave the policies, so a slow spell of this shared machine hits them alike.
+        chosen = list({p: POLICIES[p] for p in args.policies.split(",")}.items())
+        # Rounds interleave the policies, so a slow spell of this shared machine hits them alike, and
+        # each round starts one policy later, so none always runs first (after the other concurrency).
         for round_ in range(args.repeat):
             for concurrency in (1, 8):
-                for policy, model in chosen.items():
+                turn = round_ % len(chosen)
+                for policy, model in chosen[turn:] + chosen[:turn]:
                     rec = {"policy": policy, "concurrency": concurrency, "round": round_} | asyncio.run(_run(url, model, items, concurrency, args.max_tokens))
                     runs.append(rec)
                     print(f"  round {round_ + 1}/{args.repeat} {policy:12s} c={concurrency}: {rec['requests_per_s']:.2f} req/s, exact {rec['exact_match']:.3f}", flush=True)
@@ -239,7 +280,7 @@ def main(args) -> int:
             stop()
     if args.workload == "realistic":
         score_against_ar(runs)
-    records, bounds = summarize(runs), oracle(runs)
+    records, bounds, requests = summarize(runs), oracle(runs), per_request(runs)
     what = f"{len(items)} realistic prompts (scored against all-AR)" if args.workload == "realistic" else f"{len(items)} task-suite test items ({args.n} per family)"
     print(f"\n{what}, max_tokens {args.max_tokens}, median of {args.repeat} round(s)\n")
     print("| policy | concurrency | req/s | output tok/s | p50 ms | p99 ms | exact match | family score | req/s vs all-AR | req/s vs all-block | per-round vs best single mode | modes |")
@@ -262,9 +303,16 @@ def main(args) -> int:
                   f"| {med('router_vs_oracle'):.2f} | {med('router_vs_better_single'):.2f} | {med('router_worst_vs_best_single'):.2f} "
                   f"| {med('router_over_1_5x_best_single'):.0f} | {med('router_worst_vs_oracle_mode'):.2f} | {med('router_over_1_5x_oracle_mode'):.0f} "
                   f"| {med('router_exact_vs_ar'):+.3f} |")
+    if requests:
+        print("\nEach request's median time over the rounds, the router's against its fastest single mode's and its oracle mode's:\n")
+        print("| concurrency | rounds | requests | worst / its best single mode | > 1.5x their best single mode | worst / its oracle mode | > 1.5x their oracle mode |")
+        print("|---|---|---|---|---|---|---|")
+        for q in requests:
+            print(f"| {q['concurrency']} | {q['rounds']} | {q['requests']} | {q['worst_vs_best_single']:.2f} | {q['over_1_5x_best_single']} "
+                  f"| {q['worst_vs_oracle_mode']:.2f} | {q['over_1_5x_oracle_mode']} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"workload": args.workload, "n_per_family": args.n, "max_tokens": args.max_tokens, "repeat": args.repeat,
-                                               "records": records, "oracle": bounds, "runs": runs}, indent=2))
+                                               "records": records, "oracle": bounds, "per_request": requests, "runs": runs}, indent=2))
         print(f"wrote {args.json}")
     if args.plot:
         _plot(records, args.plot)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from router.tools.bench_serve import oracle, score_against_ar, summarize
+from router.tools.bench_serve import oracle, per_request, score_against_ar, summarize
 from router.tools.cli import main as tandem
 
 
@@ -65,6 +65,21 @@ def test_the_oracle_takes_per_request_the_fastest_mode_that_scores_as_ar():
     assert bound["router_worst_vs_best_single"] == pytest.approx(160 / 50) and bound["router_over_1_5x_best_single"] == 2
     # against the oracle's mode per request (60, 30, 50 ms): the first is no longer 3x block's wrong 20 ms
     assert bound["router_worst_vs_oracle_mode"] == pytest.approx(160 / 50) and bound["router_over_1_5x_oracle_mode"] == 1
+
+
+def test_each_requests_time_is_its_median_over_rounds():
+    # request 0: the router is slow in one round only (a slow spell), at AR's time in the others;
+    # request 1: block is fastest every round but answers worse, so the oracle mode is AR's
+    def round_(k, router_ms):
+        return [_items("all-ar", 1, k, [(100, True, 1.0, "a"), (200, True, 1.0, "b")]),
+                _items("all-block", 1, k, [(150, True, 1.0, "a"), (50, False, 0.3, "x")]),
+                _items("router", 1, k, [(router_ms, True, 1.0, "a"), (210, True, 1.0, "b")])]
+    runs = round_(0, 100) + round_(1, 300) + round_(2, 110)
+    assert max(b["router_worst_vs_oracle_mode"] for b in oracle(runs)) == pytest.approx(3.0)  # the slow round alone
+    (q,) = per_request(runs)
+    assert q["rounds"] == 3 and q["router_ms"] == [110, 210] and q["oracle_mode_ms"] == [100, 200] and q["best_single_ms"] == [100, 50]
+    assert q["worst_vs_oracle_mode"] == pytest.approx(1.1) and q["over_1_5x_oracle_mode"] == 0
+    assert q["worst_vs_best_single"] == pytest.approx(210 / 50) and q["over_1_5x_best_single"] == 1
 
 
 def test_realistic_answers_are_scored_against_all_ars_in_the_same_round():

@@ -268,6 +268,71 @@ def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypat
     assert r.decide(summary, view=seen).mode == "ar"
 
 
+def test_verified_is_priced_by_the_share_of_its_tokens_drafts_wrote_lately(model):
+    """The profile prices verified by the task suite's acceptance. The routing view counts the share
+    of each task's verified tokens that drafts really wrote (engines report accepted draft tokens);
+    once a task has evidence, its verified estimate prices the rest as AR steps, so a task whose
+    drafts stopped paying (AR unsure of its tokens, drafts rejected) costs about AR's time and no
+    longer wins the cost-aware step, while a task whose drafts are accepted keeps it."""
+    from engines.types import DecodeStats, GenerationRequest
+    from router.routing_view import TASK_EVIDENCE, RoutingView
+
+    profile = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 20.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9,
+                          acceptance_by_task={"summarize": 0.98}, block_steps_by_task={"summarize": 2})
+    assert profile.decode_ms("verified", 100, 12, 256, "summarize", 1, draft_share=0.0) == pytest.approx(100 * 6.0)
+    full = profile.decode_ms("verified", 100, 12, 256, "summarize", 1)
+    assert profile.decode_ms("verified", 100, 12, 256, "summarize", 1, draft_share=1.0) == pytest.approx(full) and full < 100 * 6.0 / 5
+    assert profile.decode_ms("ar", 100, 12, 256, "summarize", 1, draft_share=0.0) == 100 * 6.0  # only verified reads it
+
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    for _ in range(TASK_EVIDENCE + 2):
+        ticket = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=None, service_ms=None, task="summarize")
+        rv.returned(ticket, ok=True, stats=DecodeStats(output_tokens=90, accepted=9, ar_tokens=81))
+        ar = rv.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=None, service_ms=None, task="plan")
+        rv.returned(ar, ok=True, stats=DecodeStats(output_tokens=50))  # AR requests draft nothing: not counted
+    view = rv.view()
+    assert view["block"].draft_share == {"summarize": pytest.approx(0.1)} and view["ar"].draft_share == {}
+    assert rv.snapshot()["draft_share_by_task"] == {"summarize": 0.1}
+
+    r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"summarize": "ar"},
+                                         load_aware={"enabled": True, "min_gain": 1.2}))
+    r.cost = profile
+    summary = req("Summarize in one sentence: the meeting moved to Tuesday because the room was booked.", max_tokens=200)
+    assert r.decide(summary, view={"block": IDLE, "ar": IDLE}).mode == "verified"  # the suite's acceptance: ~5x sooner
+    assert r.decide(summary, view={"block": replace(IDLE, draft_share={"summarize": 0.1}), "ar": IDLE}).mode == "ar"
+    assert r.decide(summary, view={"block": replace(IDLE, draft_share={"summarize": 0.95}), "ar": IDLE}).mode == "verified"
+
+
+def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_really_wrote(monkeypatch):
+    """The router prices a request by its predicted (p90) length and the drafts' expected share;
+    calibrating against that estimate would read a shorter answer as a fast engine, and drafts that
+    missed as a slow one (both priced apart). The view redoes the estimate for the tokens written
+    and the share of them drafts wrote, and calibrates against that."""
+    import router.routing_view as rv_module
+    from engines.types import DecodeStats, GenerationRequest
+    from router.routing_view import TASK_EVIDENCE, RoutingView
+
+    clock = [0.0]
+    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    seen = []
+    for _ in range(TASK_EVIDENCE + 2):
+        # predicted 256 tokens at 2 ms (512 ms); it wrote 50, in 110 ms: the engine is 1.1x its profile, not 0.2x
+        ticket = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=512.0, service_ms=None, task="write",
+                               reestimate=lambda written, share: seen.append((written, share)) or written * 2.0 * (1 - share / 2))
+        clock[0] += 0.110
+        rv.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50, accepted=0, ar_tokens=50))
+    assert seen[-1] == (50, 0.0)
+    assert rv.view()["block"].factor("verified", "write") == pytest.approx(1.1)
+    plain = RoutingView({"block": None, "ar": None})  # without a re-estimate: against the dispatch-time one
+    ticket = plain.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=512.0, service_ms=None)
+    clock[0] += 0.110
+    plain.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50))
+    assert plain.calibration["ar"].factor == pytest.approx(0.5)  # 110 / 512, at the clamp
+
+
 def test_verified_is_not_chosen_where_its_drafts_are_expected_to_miss(model):
     """Verified's drafts are block's denoiser. Where the agreement head expects block to write
     something else than AR (prompts unlike the checkpoint's suite), the drafts are rejected and
