@@ -39,11 +39,11 @@ class EngineView:
     running: int = 0  # rows decoding
     capacity: int = 1  # rows one step decodes together
     queue_ratio: float = 0.0  # queued / max_queue; 1.0 for an engine that did not answer its poll
-    calibration: float = 1.0  # observed / estimated time of its recent requests
+    calibration: float = 1.0  # observed / estimated time of its recent requests sent at its present load (idle or busy)
     backlog_ms: float | None = None  # block engine: estimated work ahead of a new request
     reachable: bool = True  # answered its last poll
-    # (mode, task) -> observed / estimated time of that mode's recent requests of that task, once
-    # there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
+    # (mode, task) -> observed / estimated time of that mode's recent requests of that task sent at
+    # its present load, once there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
     by_task: dict[tuple[str, str], float] = field(default_factory=dict)
     prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.prefix_cache)
     # block engine: task -> share of verified's output tokens its drafts wrote lately, once there are
@@ -72,6 +72,7 @@ class Ticket:
     task: str | None = None  # the router's task type for it
     estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
     backlog_end: float | None = None  # its place in the block engine's backlog
+    busy: bool = False  # the engine had other requests at dispatch (calibrated apart from an idle engine's)
     # the same estimate redone for the tokens it really wrote and the share of them its drafts wrote:
     # calibration compares what it took with that, so a length the router mispredicted or drafts that
     # missed are not read as the engine being slow (they are priced apart)
@@ -97,9 +98,12 @@ class RoutingView:
         self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
         self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
         self.backlog = Backlog()  # estimated work ahead of the block engine
-        self.calibration: dict[Engine, Calibration] = {e: Calibration() for e in engines}
-        # (mode, task) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
-        self.by_task: dict[tuple[str, str], Calibration] = defaultdict(lambda: Calibration(high=50.0))
+        # Calibration is kept apart for an idle engine and a busy one (other requests in flight at
+        # dispatch): the profile prices a lone request well and a batch or a queue only roughly, and
+        # one factor for both would carry a busy spell's error into the next idle request and back.
+        self.calibration: dict[tuple[Engine, bool], Calibration] = defaultdict(Calibration)  # (engine, busy) -> its own
+        # (mode, task, busy) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
+        self.by_task: dict[tuple[str, str, bool], Calibration] = defaultdict(lambda: Calibration(high=50.0))
         self.draft_share: dict[str, DraftShare] = defaultdict(DraftShare)  # task -> verified's drafts' share of its tokens
         self._poller: asyncio.Task | None = None
         self._first_poll: asyncio.Event | None = None
@@ -170,16 +174,24 @@ class RoutingView:
             if load is None or self.health.is_down(name):
                 out[name] = EngineView(queue_ratio=1.0, reachable=False)
                 continue
-            polled = max(0, load.queued + load.running - self._finished_since_poll[name])
-            total = max(polled, self._in_flight[name])
+            total = self._occupied(name)
             running = min(total, load.capacity)
+            busy = total > 0
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
-                                   calibration=self.calibration[name].factor,
+                                   calibration=self.calibration[(name, busy)].factor,
                                    backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
-                                   by_task={k: c.factor for k, c in self.by_task.items() if ENGINE_OF_MODE[k[0]] == name and c.count >= TASK_EVIDENCE},
+                                   by_task={(m, t): c.factor for (m, t, b), c in self.by_task.items()
+                                            if ENGINE_OF_MODE[m] == name and b == busy and c.count >= TASK_EVIDENCE},
                                    prefix_reuse=prefix_reuse(load.stats),
                                    draft_share={t: d.share for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {})
         return out
+
+    def _occupied(self, name: Engine) -> int:
+        """Requests at an engine now: its last poll less what finished since, or this gateway's own
+        in-flight count when that is higher."""
+        load = self._polled.get(name)
+        polled = max(0, load.queued + load.running - self._finished_since_poll[name]) if load is not None else 0
+        return max(polled, self._in_flight[name])
 
     # ---- what this gateway sends ----------------------------------------------------------------------
 
@@ -189,7 +201,8 @@ class RoutingView:
         against what happens, for its engine and for its mode and `task`; `reestimate` redoes it for
         the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog."""
         engine = ENGINE_OF_MODE[gen.mode]
-        ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate)
+        ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
+                        busy=self._occupied(engine) > 0)
         if engine == "block" and service_ms is not None:
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
@@ -208,16 +221,18 @@ class RoutingView:
             estimate = ticket.reestimate(stats.output_tokens, stats.accepted / stats.output_tokens)
         if ok and estimate:
             observed = (now - ticket.started) * 1000.0
-            self.calibration[ticket.engine].observe(observed, estimate)
+            self.calibration[(ticket.engine, ticket.busy)].observe(observed, estimate)
             if ticket.task:
-                self.by_task[(ticket.mode, ticket.task)].observe(observed, estimate)
+                self.by_task[(ticket.mode, ticket.task, ticket.busy)].observe(observed, estimate)
         if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:
             self.draft_share[ticket.task].observe(stats.accepted, stats.output_tokens)
 
     def snapshot(self) -> dict:
         """For /admin/stats."""
-        return {"calibration": {e: round(c.factor, 3) for e, c in self.calibration.items()},
-                "calibration_by_task": {f"{m}/{t}": round(c.factor, 3) for (m, t), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
+        return {"calibration": {e: round(self.calibration[(e, False)].factor, 3) for e in self.engines},
+                "calibration_busy": {e: round(self.calibration[(e, True)].factor, 3) for e in self.engines},
+                "calibration_by_task": {f"{m}/{t}" + (" busy" if b else ""): round(c.factor, 3)
+                                        for (m, t, b), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
                 "draft_share_by_task": {t: round(d.share, 3) for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
