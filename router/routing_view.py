@@ -18,6 +18,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from engines.cost import CostProfile
 from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
@@ -39,7 +40,7 @@ class EngineView:
     running: int = 0  # rows decoding
     capacity: int = 1  # rows one step decodes together
     queue_ratio: float = 0.0  # queued / max_queue; 1.0 for an engine that did not answer its poll
-    calibration: float = 1.0  # observed / estimated time of its recent requests sent at its present load (idle or busy)
+    calibration: float = 1.0  # observed / estimated time of its recent requests sent in its present `LoadState`
     backlog_ms: float | None = None  # block engine: estimated work ahead of a new request
     reachable: bool = True  # answered its last poll
     # (mode, task) -> observed / estimated time of that mode's recent requests of that task sent at
@@ -62,6 +63,21 @@ def prefix_reuse(stats: dict) -> float:
     return cache.get("reused_tokens", 0) / looked_up if looked_up else 0.0
 
 
+class LoadState(NamedTuple):
+    """What else an engine is doing when a request is sent to it: other requests of its own (a
+    batch or a queue) and work on the other engine (on a CPU both share its cores)."""
+
+    busy: bool  # the engine has requests in flight
+    others_busy: bool  # another engine has
+
+    @property
+    def label(self) -> str:
+        return {(False, False): "idle", (True, False): "busy", (False, True): "others busy", (True, True): "all busy"}[self]
+
+
+IDLE = LoadState(False, False)
+
+
 @dataclass
 class Ticket:
     """A request at an engine, as the routing view counts it."""
@@ -72,7 +88,7 @@ class Ticket:
     task: str | None = None  # the router's task type for it
     estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
     backlog_end: float | None = None  # its place in the block engine's backlog
-    busy: bool = False  # the engine had other requests at dispatch (calibrated apart from an idle engine's)
+    load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
     # the same estimate redone for the tokens it really wrote and the share of them its drafts wrote:
     # calibration compares what it took with that, so a length the router mispredicted or drafts that
     # missed are not read as the engine being slow (they are priced apart)
@@ -98,12 +114,12 @@ class RoutingView:
         self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
         self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
         self.backlog = Backlog()  # estimated work ahead of the block engine
-        # Calibration is kept apart for an idle engine and a busy one (other requests in flight at
-        # dispatch): the profile prices a lone request well and a batch or a queue only roughly, and
-        # one factor for both would carry a busy spell's error into the next idle request and back.
-        self.calibration: dict[tuple[Engine, bool], Calibration] = defaultdict(Calibration)  # (engine, busy) -> its own
-        # (mode, task, busy) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
-        self.by_task: dict[tuple[str, str, bool], Calibration] = defaultdict(lambda: Calibration(high=50.0))
+        # Calibration is kept apart per `LoadState`: the profile prices a lone request on an idle
+        # machine well, and a batch, a queue or two engines sharing the cores only roughly; one factor
+        # for all would carry a busy spell's error into the next lone request (and back).
+        self.calibration: dict[tuple[Engine, LoadState], Calibration] = defaultdict(Calibration)  # (engine, load) -> its own
+        # (mode, task, load) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
+        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(high=50.0))
         self.draft_share: dict[str, DraftShare] = defaultdict(DraftShare)  # task -> verified's drafts' share of its tokens
         self._poller: asyncio.Task | None = None
         self._first_poll: asyncio.Event | None = None
@@ -176,12 +192,12 @@ class RoutingView:
                 continue
             total = self._occupied(name)
             running = min(total, load.capacity)
-            busy = total > 0
+            state = self.load_state(name)
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
-                                   calibration=self.calibration[(name, busy)].factor,
+                                   calibration=self.calibration[(name, state)].factor,
                                    backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
-                                   by_task={(m, t): c.factor for (m, t, b), c in self.by_task.items()
-                                            if ENGINE_OF_MODE[m] == name and b == busy and c.count >= TASK_EVIDENCE},
+                                   by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
+                                            if ENGINE_OF_MODE[m] == name and at == state and c.count >= TASK_EVIDENCE},
                                    prefix_reuse=prefix_reuse(load.stats),
                                    draft_share={t: d.share for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {})
         return out
@@ -193,6 +209,9 @@ class RoutingView:
         polled = max(0, load.queued + load.running - self._finished_since_poll[name]) if load is not None else 0
         return max(polled, self._in_flight[name])
 
+    def load_state(self, name: Engine) -> LoadState:
+        return LoadState(busy=self._occupied(name) > 0, others_busy=any(self._occupied(e) > 0 for e in self.engines if e != name))
+
     # ---- what this gateway sends ----------------------------------------------------------------------
 
     def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None, task: str | None = None,
@@ -202,7 +221,7 @@ class RoutingView:
         the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog."""
         engine = ENGINE_OF_MODE[gen.mode]
         ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
-                        busy=self._occupied(engine) > 0)
+                        load=self.load_state(engine))
         if engine == "block" and service_ms is not None:
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
@@ -221,18 +240,18 @@ class RoutingView:
             estimate = ticket.reestimate(stats.output_tokens, stats.accepted / stats.output_tokens)
         if ok and estimate:
             observed = (now - ticket.started) * 1000.0
-            self.calibration[(ticket.engine, ticket.busy)].observe(observed, estimate)
+            self.calibration[(ticket.engine, ticket.load)].observe(observed, estimate)
             if ticket.task:
-                self.by_task[(ticket.mode, ticket.task, ticket.busy)].observe(observed, estimate)
+                self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, estimate)
         if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:
             self.draft_share[ticket.task].observe(stats.accepted, stats.output_tokens)
 
     def snapshot(self) -> dict:
         """For /admin/stats."""
-        return {"calibration": {e: round(self.calibration[(e, False)].factor, 3) for e in self.engines},
-                "calibration_busy": {e: round(self.calibration[(e, True)].factor, 3) for e in self.engines},
-                "calibration_by_task": {f"{m}/{t}" + (" busy" if b else ""): round(c.factor, 3)
-                                        for (m, t, b), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
+        return {"calibration": {e: round(self.calibration[(e, IDLE)].factor, 3) for e in self.engines},
+                "calibration_by_load": {f"{e} ({state.label})": round(c.factor, 3) for (e, state), c in self.calibration.items() if c.count},
+                "calibration_by_task": {f"{m}/{t}" + ("" if state == IDLE else f" ({state.label})"): round(c.factor, 3)
+                                        for (m, t, state), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
                 "draft_share_by_task": {t: round(d.share, 3) for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},

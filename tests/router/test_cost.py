@@ -238,7 +238,7 @@ def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypat
     while other tasks keep the engine's own calibration."""
     import router.routing_view as rv_module
     from engines.types import GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.routing_view import IDLE as NO_LOAD, TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -249,7 +249,7 @@ def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypat
         clock[0] += 1.0  # took 1 s against an estimate of 50 ms
         rv.returned(ticket, ok=True)
         if i == TASK_EVIDENCE - 2:
-            assert rv.by_task[("verified", "summarize", False)].count < TASK_EVIDENCE
+            assert rv.by_task[("verified", "summarize", NO_LOAD)].count < TASK_EVIDENCE
     rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
     view = rv.view()
     assert view["block"].factor("verified", "summarize") == pytest.approx(20.0)  # what they took over what was estimated
@@ -311,7 +311,7 @@ def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_
     and the share of them drafts wrote, and calibrates against that."""
     import router.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.routing_view import IDLE as NO_LOAD, TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -330,15 +330,16 @@ def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_
     ticket = plain.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=512.0, service_ms=None)
     clock[0] += 0.110
     plain.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50))
-    assert plain.calibration[("ar", False)].factor == pytest.approx(0.5)  # 110 / 512, at the clamp
+    assert plain.calibration[("ar", NO_LOAD)].factor == pytest.approx(0.5)  # 110 / 512, at the clamp
 
 
 def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
-    """The profile prices a lone request well and a batch or a queue only roughly: a busy spell's
-    error must not reprice the next request on an idle engine (and back)."""
+    """The profile prices a lone request on an idle machine well, and a batch, a queue or two engines
+    sharing the cores only roughly: a busy spell's error must not reprice the next lone request
+    (and back). Each load state (this engine busy or not, the other engine busy or not) keeps its own."""
     import router.routing_view as rv_module
     from engines.types import GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.routing_view import IDLE as NO_LOAD, TASK_EVIDENCE, LoadState, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -352,7 +353,7 @@ def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
     for _ in range(TASK_EVIDENCE + 2):  # one behind another: the second takes 3x its estimate
         first = rv.dispatched(gen, estimate_ms=100.0, service_ms=None, task="write")
         second = rv.dispatched(gen, estimate_ms=100.0, service_ms=None, task="write")
-        assert (first.busy, second.busy) == (False, True)
+        assert (first.load, second.load) == (NO_LOAD, LoadState(busy=True, others_busy=False))
         clock[0] += 0.1
         rv.returned(first, ok=True)
         clock[0] += 0.2
@@ -362,8 +363,11 @@ def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
     rv._in_flight["block"] += 1  # a request of another gateway's at the engine: the busy figures apply
     busy = rv.view()["block"]
     assert busy.factor("block", "write") == pytest.approx(3.0) and busy.calibration == pytest.approx(3.0)
+    rv._in_flight["ar"] += 1  # and the AR engine busy too: a state with no evidence yet, priced as profiled
+    assert rv.view()["block"].factor("block", "write") == 1.0 and rv.view()["ar"].calibration == 1.0
     snap = rv.snapshot()
-    assert snap["calibration_by_task"]["block/write busy"] == pytest.approx(3.0) and set(snap["calibration_busy"]) == {"block", "ar"}
+    assert snap["calibration_by_task"]["block/write (busy)"] == pytest.approx(3.0)
+    assert snap["calibration_by_load"]["block (busy)"] == pytest.approx(3.0) and snap["calibration"] == {"block": pytest.approx(1.0), "ar": 1.0}
 
 
 def test_verified_is_not_chosen_where_its_drafts_are_expected_to_miss(model):

@@ -22,7 +22,7 @@ def generate(rng: Rng) -> Sample:
         tokens = int(20 + n * per + rng.integer(-10, 10))
         listed = ", ".join(map(str, nums))
         phrasings = [f"Add these numbers step by step, writing the running total on each line: {listed}",
-                     f"Compute the sum of the following numbers. Show the running total after each addition.\n"
+                     "Compute the sum of the following numbers. Show the running total after each addition.\n"
                      + "\n".join(map(str, nums)),
                      f"sum these up and show your work line by line: {listed}",
                      f"What do {listed} add up to? Go one number at a time and keep a running total.",
