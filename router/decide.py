@@ -183,7 +183,7 @@ class Router:
 
         def estimate(m: str) -> float | None:
             raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt)
-            return None if raw is None else raw * view[ENGINE_OF_MODE[m]].factor(m, task)
+            return None if raw is None else view[ENGINE_OF_MODE[m]].priced(m, task, raw)
 
         here = estimate(mode)
         options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]

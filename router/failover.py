@@ -122,7 +122,7 @@ class Failover:
         estimate = self.router.finish_estimate(alt, tokens, steps, gen.canvas, decision.task, view,
                                                PromptSize(decision.prompt_tokens, decision.prefix_tokens))
         if estimate is not None:
-            estimate *= view[ENGINE_OF_MODE[alt]].factor(alt, decision.task)
+            estimate = view[ENGINE_OF_MODE[alt]].priced(alt, decision.task, estimate)
             if estimate > left_ms:
                 log.info("request %s: %s cannot finish in the %.0f ms left (est. %.0f ms); no failover", gen.request_id, alt, left_ms, estimate)
                 return None

@@ -51,9 +51,17 @@ class EngineView:
     # enough requests (TASK_EVIDENCE); the cost model prices verified by it (engines.cost.decode_ms)
     draft_share: dict[str, float] = field(default_factory=dict)
 
+    overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
+
     def factor(self, mode: str, task: str | None) -> float:
-        """How much longer than the cost profile's estimate a `mode` request of `task` takes here."""
+        """How much longer than the cost profile's estimate a `mode` request of `task` takes in the engine."""
         return self.by_task.get((mode, task), self.calibration) if task else self.calibration
+
+    def priced(self, mode: str, task: str | None, estimate_ms: float) -> float:
+        """A cost-profile estimate made real: calibrated, plus the per-request overhead. The overhead is
+        the same in every mode, so a 2-step label's estimate is not scaled by it (a factor learned on
+        a 10 ms estimate that took 30 ms would triple a 30 ms one)."""
+        return estimate_ms * self.factor(mode, task) + self.overhead_ms
 
 
 def prefix_reuse(stats: dict) -> float:
@@ -121,6 +129,8 @@ class RoutingView:
         # (mode, task, load) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
         self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(high=50.0))
         self.draft_share: dict[str, DraftShare] = defaultdict(DraftShare)  # task -> verified's drafts' share of its tokens
+        # (engine, load) -> a request's time outside the engine's own (dispatch to answer, less what the engine reports)
+        self.overhead: dict[tuple[Engine, LoadState], Overhead] = defaultdict(Overhead)
         self._poller: asyncio.Task | None = None
         self._first_poll: asyncio.Event | None = None
 
@@ -195,6 +205,7 @@ class RoutingView:
             state = self.load_state(name)
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
                                    calibration=self.calibration[(name, state)].factor,
+                                   overhead_ms=self.overhead[(name, state)].ms,
                                    backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
                                    by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
                                             if ENGINE_OF_MODE[m] == name and at == state and c.count >= TASK_EVIDENCE},
@@ -240,6 +251,10 @@ class RoutingView:
             estimate = ticket.reestimate(stats.output_tokens, stats.accepted / stats.output_tokens)
         if ok and estimate:
             observed = (now - ticket.started) * 1000.0
+            if stats is not None and stats.latency_s > 0:  # the engine's own time (its queue and decode) is what the profile prices
+                engine_ms = min(observed, stats.latency_s * 1000.0)
+                self.overhead[(ticket.engine, ticket.load)].observe(observed - engine_ms)
+                observed = engine_ms
             self.calibration[(ticket.engine, ticket.load)].observe(observed, estimate)
             if ticket.task:
                 self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, estimate)
@@ -249,6 +264,7 @@ class RoutingView:
     def snapshot(self) -> dict:
         """For /admin/stats."""
         return {"calibration": {e: round(self.calibration[(e, IDLE)].factor, 3) for e in self.engines},
+                "overhead_ms": {f"{e} ({state.label})": round(o.ms, 1) for (e, state), o in self.overhead.items() if o.count},
                 "calibration_by_load": {f"{e} ({state.label})": round(c.factor, 3) for (e, state), c in self.calibration.items() if c.count},
                 "calibration_by_task": {f"{m}/{t}" + ("" if state == IDLE else f" ({state.label})"): round(c.factor, 3)
                                         for (m, t, state), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
@@ -330,3 +346,17 @@ class DraftShare:
         self.count += 1
         self._drafted += self.alpha * (min(drafted, written) - self._drafted)
         self._written += self.alpha * (written - self._written)
+
+
+class Overhead:
+    """A request's milliseconds outside the engine's queue and decode (the handle's hop, the chat
+    template and tokenizer, the answer's way back): an exponentially weighted mean."""
+
+    def __init__(self, alpha: float = 0.2) -> None:
+        self.alpha = alpha
+        self.ms = 0.0
+        self.count = 0
+
+    def observe(self, ms: float) -> None:
+        self.ms = max(0.0, ms) if self.count == 0 else self.ms + self.alpha * (max(0.0, ms) - self.ms)
+        self.count += 1

@@ -333,6 +333,29 @@ def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_
     assert plain.calibration[("ar", NO_LOAD)].factor == pytest.approx(0.5)  # 110 / 512, at the clamp
 
 
+def test_a_requests_fixed_overhead_is_added_not_scaled(monkeypatch):
+    """A one-word label decodes in ~10 ms and answers in ~30: the rest is the handle's hop, the chat
+    template and the tokenizer, the same in every mode. Calibrating end-to-end time against the
+    decode estimate would triple every estimate of that mode; the view calibrates the engine's own
+    time (its queue and decode, reported with the result) and adds the overhead apart."""
+    import router.routing_view as rv_module
+    from engines.types import DecodeStats, GenerationRequest
+    from router.routing_view import TASK_EVIDENCE, RoutingView
+
+    clock = [0.0]
+    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    for _ in range(TASK_EVIDENCE + 2):
+        t = rv.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=10.0, service_ms=None, task="classify")
+        clock[0] += 0.030
+        rv.returned(t, ok=True, stats=DecodeStats(output_tokens=2, latency_s=0.010))
+    ar = rv.view()["ar"]
+    assert ar.factor("ar", "classify") == pytest.approx(1.0) and ar.overhead_ms == pytest.approx(20.0)
+    assert ar.priced("ar", "classify", 10.0) == pytest.approx(30.0) and ar.priced("ar", "classify", 100.0) == pytest.approx(120.0)
+    assert rv.snapshot()["overhead_ms"] == {"ar (idle)": 20.0}
+
+
 def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
     """The profile prices a lone request on an idle machine well, and a batch, a queue or two engines
     sharing the cores only roughly: a busy spell's error must not reprice the next lone request
