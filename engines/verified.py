@@ -18,8 +18,9 @@ from the credit its rounds earned, priced in AR steps by `engines.drafting.Draft
 with no credit, or whose next token AR is unsure of (`predict`), writes by plain AR steps inside
 the same request.
 
-Rows that draft and rows that write by AR steps decode as two batches (`Rows`), taking turns of
-about equal time; a row moves between them when its plan changes. A row whose next draft would
+Rows that draft and rows that write by AR steps decode as two batches (`Rows`): after a draft
+round every row takes STEP_SHARE times its cost in AR steps together, so the rows that do not draft
+keep most of AR's speed; a row moves between them when its plan changes. A row whose next draft would
 run past the context drafts only what fits, or goes on by AR steps: no position past the context
 is ever used, and prompt + `max_new_tokens` up to the context fit, as in AR.
 """
@@ -39,6 +40,12 @@ from engines.logits import token_entropy
 from engines.rows import Admit, Row, retire
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
+# After a draft round, while other rows of the batch write by AR steps, every row takes this many
+# times the round's cost in AR steps together: a draft round stops the rows that do not draft,
+# so they get at least STEP_SHARE / (STEP_SHARE + 1) of the machine, and a row in a batch with
+# drafting rows is at most ~1.25x slower than in AR mode. Drafting rows still gain what their
+# accepted drafts write; a batch where every row drafts never waits.
+STEP_SHARE = 4.0
 
 def predict(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
     """Each row's AR choice for its next position from last-position logits (B, V) -> (B,),
@@ -307,6 +314,9 @@ def decode_verified(
             turns = min(max(1, wait), AR_STRETCH)
         else:
             turns = max(1, round(spent))
+            if stepping.live and drafting.live:  # the drafting rows step with the others (regroup moves them back)
+                turns = min(max(1, round(spent * STEP_SHARE)), int(AR_STRETCH * STEP_SHARE))  # newcomers wait at most that
+                stepping.join(drafting.take(list(range(len(drafting.live)))))
         for _ in range(turns):
             if not stepping.live:
                 break

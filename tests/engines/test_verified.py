@@ -147,9 +147,48 @@ def test_rows_switch_to_ar_and_back_mid_request_and_still_equal_ar(engine, monke
     assert switching.accepted >= 24 and switching.ar_tokens >= 30  # drafts at both ends (8 + 16, then more), AR between
     drafted_at = [n for n, good in log if good]
     assert any(n >= 70 for n in drafted_at), "drafting never resumed after the misses"
-    assert together["good"].stats.ar_tokens < 20  # one AR token per round at most, canvases growing
+    good = together["good"].stats
+    assert good.accepted >= 48 and good.accepted + good.ar_tokens == 120  # drafts write much of it; it steps with the others too
     bad = together["bad"].stats
     assert bad.accepted == 0 and bad.decoder_calls <= 12  # a few one-step probes, AR for the rest
+
+
+def test_rows_that_do_not_draft_keep_most_of_ar_s_speed_beside_rows_that_do(engine, monkeypatch):
+    # A row whose drafts are always right batched with one whose drafts never are: each draft round
+    # stops the other row, so after it both take STEP_SHARE times its cost in AR steps together.
+    # Measured in AR steps (the rounds' own price): the non-drafting row waits at most 1/STEP_SHARE
+    # of what it spends stepping, and the drafting row still writes much of its answer by drafts.
+    from engines.verified import STEP_SHARE
+
+    prompts = {PROMPTS[4]: True, PROMPTS[5]: False}
+    monkeypatch.setattr(engines.verified, "draft_canvas", scripted_drafter(engine, lambda r: prompts[r.request.messages[0]["content"]], []))
+    monkeypatch.setattr(engine, "draft_costs", LoneDrafts())
+    waited, stepped = [0.0], [0]
+    real_round, real_step = engines.verified.verify_round, engines.verified.ar_step
+
+    def is_bad(rows) -> bool:
+        return any(not prompts[r.request.messages[0]["content"]] for r in rows.live)
+
+    def round_(rows, *args, **kwargs):
+        bad_waits = not is_bad(rows)  # the bad row is not in this round: it waits for it
+        spent = real_round(rows, *args, **kwargs)
+        waited[0] += spent if bad_waits else 0.0
+        return spent
+
+    def step(rows):
+        stepped[0] += is_bad(rows)
+        real_step(rows)
+
+    monkeypatch.setattr(engines.verified, "verify_round", round_)
+    monkeypatch.setattr(engines.verified, "ar_step", step)
+    requests = [chat(p, mode="verified", max_new_tokens=160, stop_token_ids=[], canvas=8) for p in prompts]
+    good, bad = engine.generate_batch(requests)
+    for request, result in zip(requests, (good, bad)):
+        ar = engine.generate(GenerationRequest(messages=request.messages, mode="ar", max_new_tokens=160, stop_token_ids=[]))
+        assert result.token_ids == ar.token_ids
+    assert waited[0] > 0 and stepped[0] >= 150
+    assert waited[0] <= stepped[0] / STEP_SHARE + 20, (waited, stepped)  # slack: the last round before the good row ends
+    assert good.stats.accepted >= 40
 
 
 def test_drafts_that_never_agree_cost_a_few_probes(engine):
