@@ -5,7 +5,8 @@ Drafts adapt per row (`DraftControl`), priced in AR steps by the engine's cost p
 (`DraftCosts`): a round costs its denoising steps, the verify pass and the correction, and writes
 its accepted prefix plus one token. Each row holds a *credit*, the AR steps it may still lose to
 drafts that miss: its first draft (`FIRST_CANVAS` tokens, `FIRST_STEPS` steps) is granted, a
-round adds what it saved (or takes what it lost), and every token written adds `ALLOWANCE`. The
+round adds what it saved (or takes what it lost), and every token written adds `ALLOWANCE` (a
+quarter of it once AR hesitated before the row's first draft: `HESITANT_SLOWDOWN`). The
 first draft is granted only where a fully accepted one would pay (`DraftControl.granted`). A row drafts only what its credit covers if the whole
 draft were rejected (smaller canvases, fewer steps), else it writes by plain AR steps in the same
 request until the allowance has paid for a new try. So a request whose drafts miss costs about
@@ -33,6 +34,10 @@ MIN_DRAFT = 8  # the smallest draft canvas
 MIN_STEPS = 2  # a draft gets at least this many denoising steps (fewer rarely agree with AR)
 TARGET_GAIN = 2.0  # a fully accepted draft must write this many times what AR writes in its time
 ALLOWANCE = 0.1  # AR steps of credit each written token earns toward a new draft, halved after each miss in a row
+# A row whose AR hesitated before its first draft (a prompt unlike what the drafter learned: its
+# drafts are rejected) earns credit this many times slower, so a probe comes every ~170 tokens, not
+# every ~40: on hand-written prompts one rejected probe cost a 40-token answer 10-30% of AR's time.
+HESITANT_SLOWDOWN = 4
 FIRST_STEPS = 2  # the first draft's steps: the shipped model's drafts that AR accepts are right after two
 FIRST_CANVAS = 32  # the first draft's most tokens: most structured answers fit, a miss costs little
 # A draft whose first step's mean entropy over its first positions is above this (nats) is dropped
@@ -162,7 +167,8 @@ class DraftControl:
 
     @property
     def allowance(self) -> float:
-        return ALLOWANCE / 2 ** min(max(self.misses - 1, 0), 4)
+        base = ALLOWANCE / HESITANT_SLOWDOWN if self.hesitated else ALLOWANCE
+        return base / 2 ** min(max(self.misses - 1, 0), 4)
 
     def stepped(self) -> None:
         """After an AR step. The allowance pays for one new try, not for several: while a row waits

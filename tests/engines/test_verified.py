@@ -308,3 +308,20 @@ def test_the_first_draft_is_granted_only_where_a_full_accept_would_pay():
     assert alone.plan(BatchingAR(), 1, 8, 1000)[0] == 32
     assert busy.plan(BatchingAR(), 8, 8, 1000) == (0, 0) and busy.first  # AR steps until credit covers a draft
     assert busy.steps_to_draft(BatchingAR(), 8, 8) > 1
+
+
+def test_a_row_ar_hesitated_on_before_drafting_probes_rarely():
+    # AR unsure of a row's token before its first draft: the prompt is unlike what the drafter
+    # learned (hand-written prompts: every probe rejected). Such a row earns credit for a new try
+    # HESITANT_SLOWDOWN times slower than a row whose AR was sure from the start.
+    from engines.drafting import HESITANT_SLOWDOWN, DraftControl
+
+    costs = DraftCosts()
+    params = BlockParams(canvas=32, steps=8, t_min=0.4, t_max=0.8, stability_threshold=2, confidence_threshold=0.1, entropy_bound=0.1)
+    sure, hesitant = DraftControl.start(params, 256), DraftControl.start(params, 256)
+    hesitant.next_token(sure=False)
+    hesitant.next_token(sure=True)
+    sure.first = False  # both on credit only, neither has drafted
+    assert hesitant.plan(costs, 1, 8, 1000) == (0, 0) and sure.plan(costs, 1, 8, 1000) == (0, 0)
+    wait_sure, wait_hesitant = sure.steps_to_draft(costs, 1, 8), hesitant.steps_to_draft(costs, 1, 8)
+    assert wait_hesitant >= (HESITANT_SLOWDOWN - 0.5) * wait_sure and wait_sure >= 20
