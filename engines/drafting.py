@@ -120,9 +120,10 @@ class DraftControl:
     def granted(self, costs: DraftCosts, batch: int, most_steps: int, canvas: int) -> bool:
         """Whether the row's first draft goes ahead on no credit: when, fully accepted, it would
         write TARGET_GAIN times what AR writes in its time (where AR batches far better than drafts
-        do, a CPU at batch 8, it does not), and, for a row alone, AR has not hesitated before it.
+        do, a CPU at batch 8, it does not), and AR has not hesitated before it (alone or in a batch:
+        in a batch a granted draft stops every row that does not draft for a round).
         Otherwise the row drafts only on the credit its tokens earn."""
-        if not self.first or (batch == 1 and self.hesitated):
+        if not self.first or self.hesitated:
             return False
         return canvas + 1 >= TARGET_GAIN * costs.round(canvas, min(FIRST_STEPS, most_steps), batch)
 

@@ -144,7 +144,11 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
         draft, steps = seeder.drafts(batch, live, params)  # (B, C)
     else:
         draft, steps, abandoned = draft_canvas(batch, live, params)  # (B, C), (B,), (B,)
-        if costs is not None and bool(abandoned.all()):
+        # A draft is accepted from its first token on, and that token must be AR's choice, known
+        # already (`rows.predicted`): where no row's draft starts with it, the verify pass would
+        # accept nothing, and the round ends as an AR step without it.
+        missed = draft[:, 0] != rows.predicted  # (B,)
+        if costs is not None and bool((abandoned | missed).all()):
             return drop_drafts(rows, draft.shape[1], steps, costs, began)
     draft = draft[:, : answer_span(live, draft)]  # nothing after every row's stop token is ever committed
     start = batch.slots
@@ -212,8 +216,8 @@ def draft_end(row: Row, draft: list[int], accepted: int) -> int | None:
 
 
 def drop_drafts(rows: Rows, canvas: int, steps: torch.Tensor, costs: DraftCosts, began: int) -> float:
-    """Every row's draft (of `canvas` tokens) was abandoned at its first step: no verify pass, the
-    round ends as an AR step. Returns the round's cost, in AR steps."""
+    """Every row's draft (of `canvas` tokens) was abandoned at its first step or does not start
+    with AR's choice: no verify pass, the round ends as an AR step. Returns the round's cost, in AR steps."""
     spent = 0.0
     for j, row in enumerate(rows.live):
         row.stats.decoder_calls += int(steps[j])

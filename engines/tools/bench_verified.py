@@ -202,4 +202,29 @@ def main(args) -> int:
         Path(args.json).write_text(json.dumps({"checkpoint": source, "machine": machine, "max_tokens": args.max_tokens, "repeat": args.repeat,
                                                "prompts": rows, "summary": summary}, indent=2))
         print(f"wrote {args.json}")
+    if args.plot:
+        plot(rows, args.plot, args.max_tokens, args.repeat)
+        print(f"wrote {args.plot}")
     return 0 if all(r["identical"] for r in rows) else 1
+
+
+def plot(rows: list[dict], path: str, max_tokens: int, repeat: int, target: float = 1.25) -> None:
+    """Verified's time over AR's per prompt, one series per batch size, with the 1.25x target line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    fig, ax = plt.subplots(figsize=(12, 4))
+    for batch, marker in zip(sorted({r["batch"] for r in rows}), ("o", "s", "^", "D")):
+        mine = {r["name"]: r["ratio"] for r in rows if r["batch"] == batch}
+        ax.scatter([names.index(n) for n in mine], list(mine.values()), marker=marker, s=40, alpha=0.8, label=f"batch {batch}")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.axhline(target, color="red", linestyle="--", linewidth=1, label=f"target {target}x AR")
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_ylabel("verified time / AR time")
+    ax.set_title(f"Adaptive verified vs AR per prompt (max_tokens {max_tokens}, medians of {repeat})")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)

@@ -325,3 +325,24 @@ def test_a_row_ar_hesitated_on_before_drafting_probes_rarely():
     assert hesitant.plan(costs, 1, 8, 1000) == (0, 0) and sure.plan(costs, 1, 8, 1000) == (0, 0)
     wait_sure, wait_hesitant = sure.steps_to_draft(costs, 1, 8), hesitant.steps_to_draft(costs, 1, 8)
     assert wait_hesitant >= (HESITANT_SLOWDOWN - 0.5) * wait_sure and wait_sure >= 20
+
+
+def test_a_draft_that_does_not_start_with_ar_s_choice_skips_the_verify_pass(engine, monkeypatch):
+    # A draft is accepted from its first token on, and AR's choice for that token is known before
+    # the verify pass: drafts that start elsewhere (not abandoned: confident, but wrong) end the
+    # round as an AR step, with no encoder pass over the draft.
+    oracle = oracle_drafter(engine, corrupt_every=10**9)
+
+    def wrong_start(batch, rows, params):
+        canvas, steps, abandoned = oracle(batch, rows, params)
+        canvas[:, 0] = (canvas[:, 0] + 1) % engine.vocab_size
+        return canvas, steps, abandoned
+
+    monkeypatch.setattr(engines.verified, "draft_canvas", wrong_start)
+    monkeypatch.setattr(engine, "draft_costs", LoneDrafts())
+    request = chat(PROMPTS[4], mode="verified", max_new_tokens=60, stop_token_ids=[], canvas=8)
+    verified = engine.generate(request)
+    ar = engine.generate(chat(PROMPTS[4], mode="ar", max_new_tokens=60, stop_token_ids=[]))
+    assert verified.token_ids == ar.token_ids
+    assert verified.stats.decoder_calls > 0 and verified.stats.drafted == 0  # it drafted, and put nothing up for verification
+    assert verified.stats.encoder_calls == ar.stats.encoder_calls  # prefill + one per token: no verify pass
