@@ -99,14 +99,15 @@ class DraftControl:
         return cls(canvas=min(params.canvas, FIRST_CANVAS), largest=largest, noise=make_generator(0 if seed is None else seed),
                    sure_below=sure_below)
 
-    def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int) -> tuple[int, int]:
+    def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int, grant: bool = True) -> tuple[int, int]:
         """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the
-        context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps."""
+        context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps.
+        `grant`: whether the first draft may go ahead on no credit (`granted`)."""
         self.reserve = (min(MIN_STEPS, most_steps) + 1) * costs.step(min(MIN_DRAFT, self.canvas), batch)
         if self.waits(costs, batch, most_steps):
             return 0, 0
         canvas = min(self.canvas, room)
-        if canvas >= 1 and self.granted(costs, batch, most_steps, canvas):
+        if canvas >= 1 and grant and self.granted(costs, batch, most_steps, canvas):
             return canvas, min(FIRST_STEPS, most_steps)
         smallest = min(MIN_DRAFT, canvas)
         while canvas >= max(1, smallest):

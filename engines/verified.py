@@ -257,11 +257,17 @@ def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCos
     # turns on one machine, so while a draft runs every row waits (what a batch of AR steps does not).
     running = len(drafting.live) + len(stepping.live)
 
-    def plans(rows: Rows) -> list[tuple[int, int]]:
-        return [r.draft.plan(costs, running, params.steps, context - len(r.prompt_ids) - len(r.output)) for r in rows.live]
+    def plans(rows: Rows, grant: bool = True) -> list[tuple[int, int]]:
+        return [r.draft.plan(costs, running, params.steps, context - len(r.prompt_ids) - len(r.output), grant) for r in rows.live]
 
-    to_ar = [j for j, (canvas, _) in enumerate(plans(drafting)) if canvas == 0]
-    to_draft = [j for j, (canvas, _) in enumerate(plans(stepping)) if canvas > 0]
+    # First drafts are granted (drafted on no credit) only where no row of the batch would be left
+    # waiting through the round: a granted round stops every row that does not draft, and what one
+    # short answer's draft saves does not pay the others' wait (a chunk of 16-token code answers and
+    # hand-written prompts took 1.30x AR at batch 8). Rows still draft on credit they earned.
+    grant = all(canvas > 0 for canvas, _ in plans(drafting) + plans(stepping))
+
+    to_ar = [j for j, (canvas, _) in enumerate(plans(drafting, grant)) if canvas == 0]
+    to_draft = [j for j, (canvas, _) in enumerate(plans(stepping, grant)) if canvas > 0]
     moving = stepping.take(to_draft) if to_draft else None
     if to_ar:
         stepping.join(drafting.take(to_ar))
@@ -270,7 +276,7 @@ def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCos
     if not drafting.live:
         return None
     # The round drafts the largest planned canvas: rows without room for it take AR steps this round.
-    wanted = plans(drafting)
+    wanted = plans(drafting, grant)
     canvas = max(c for c, _ in wanted)
     room = [context - len(r.prompt_ids) - len(r.output) for r in drafting.live]
     out = [j for j, ((c, _), left) in enumerate(zip(wanted, room)) if c == 0 or left < canvas]

@@ -3,11 +3,14 @@
 It polls each engine's load every half second (off the request path; each poll is also the
 engine's health probe, `router.engine_health`), counts the requests this
 gateway has sent since (a burst routed inside one poll interval would otherwise all see the same
-idle engine), prices the block engine's work ahead (`Backlog`) and learns how much longer than
-the cost profile's estimate each engine really takes (`Calibration`), overall and per mode and
-task type: the profile prices verified (and block) from the task suite's acceptance, and what a
-mode really costs on today's requests of a task is what they took. `decide()` reads one typed
-snapshot of all that: an `EngineView` per engine.
+idle engine), prices the block engine's work ahead (`Backlog`) and learns from what comes back:
+- the share of verified's tokens its drafts really wrote, per task (`DraftShare`): the profile
+  prices verified from the task suite's acceptance, today's prompts of a task may draft far less;
+- how much longer than the cost profile's estimate each engine's own time really is
+  (`Calibration`), overall and per mode and task type, apart for each `LoadState` (idle, busy,
+  the other engine busy), each request compared with its estimate redone for what it wrote;
+- the per-request overhead outside the engine (`Overhead`), added to estimates, not scaled.
+`decide()` reads one typed snapshot of all that: an `EngineView` per engine.
 """
 
 from __future__ import annotations
@@ -50,7 +53,6 @@ class EngineView:
     # block engine: task -> share of verified's output tokens its drafts wrote lately, once there are
     # enough requests (TASK_EVIDENCE); the cost model prices verified by it (engines.cost.decode_ms)
     draft_share: dict[str, float] = field(default_factory=dict)
-
     overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
 
     def factor(self, mode: str, task: str | None) -> float:
@@ -239,8 +241,8 @@ class RoutingView:
         return ticket
 
     def returned(self, ticket: Ticket, ok: bool, stats: DecodeStats | None = None) -> None:
-        """`ticket`'s request is back (`ok`: answered); `stats`: what decoding it cost, read for
-        verified's draft share."""
+        """`ticket`'s request is back (`ok`: answered); `stats`: what decoding it cost (its tokens,
+        its drafts' share, the engine's own time), read for calibration and verified's draft share."""
         now = time.monotonic()
         self._in_flight[ticket.engine] -= 1
         self._finished_since_poll[ticket.engine] += 1

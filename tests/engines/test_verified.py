@@ -346,3 +346,33 @@ def test_a_draft_that_does_not_start_with_ar_s_choice_skips_the_verify_pass(engi
     assert verified.token_ids == ar.token_ids
     assert verified.stats.decoder_calls > 0 and verified.stats.drafted == 0  # it drafted, and put nothing up for verification
     assert verified.stats.encoder_calls == ar.stats.encoder_calls  # prefill + one per token: no verify pass
+
+
+def test_a_first_draft_is_not_granted_while_it_would_stop_a_row_that_does_not_draft(engine, monkeypatch):
+    # A row AR hesitated on before drafting gets no first draft (it writes by AR steps until its
+    # credit covers one). Beside it, a row whose drafts would all be accepted does not get its first
+    # draft on no credit either: that round would stop the other row. It drafts once the other is
+    # done (and still writes AR's tokens throughout).
+    log = []
+    hesitant = PROMPTS[5]
+    monkeypatch.setattr(engines.verified, "draft_canvas", scripted_drafter(engine, lambda r: True, log))
+    monkeypatch.setattr(engine, "draft_costs", LoneDrafts())
+    real_predict = engines.verified.predict
+
+    def predict(rows, logits):
+        tokens = real_predict(rows, logits)
+        for row in rows:
+            if row.request.messages[0]["content"] == hesitant and not row.output:
+                row.draft.next_token(sure=False)  # AR unsure of its first token
+        return tokens
+
+    monkeypatch.setattr(engines.verified, "predict", predict)
+    short = chat(hesitant, mode="verified", max_new_tokens=12, stop_token_ids=[], canvas=8)
+    long = chat(PROMPTS[4], mode="verified", max_new_tokens=60, stop_token_ids=[], canvas=8)
+    other, drafter = engine.generate_batch([short, long])
+    assert other.stats.decoder_calls == 0  # never drafted
+    ar = engine.generate(GenerationRequest(messages=long.messages, mode="ar", max_new_tokens=60, stop_token_ids=[]))
+    assert drafter.token_ids == ar.token_ids and drafter.stats.accepted > 0
+    assert log and min(n for n, _ in log) >= 12, log  # its first draft came after the other row's 12 tokens
+    alone = engine.generate(long)
+    assert alone.token_ids == ar.token_ids and alone.stats.steps_per_canvas and alone.stats.ar_tokens < 12  # alone: granted at once
