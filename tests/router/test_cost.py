@@ -194,7 +194,7 @@ def test_the_routing_view_counts_the_gateways_own_requests_in_flight():
 
 
 def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
-    from router.routing_view import Backlog
+    from router.live_costs import Backlog
 
     b = Backlog()
     first = b.add(300.0, now=0.0)
@@ -207,7 +207,7 @@ def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
 
 
 def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
-    from router.routing_view import Calibration
+    from router.live_costs import Calibration
 
     c = Calibration(alpha=0.5)
     assert c.factor == 1.0  # nothing observed yet: the profile as measured
@@ -238,7 +238,8 @@ def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypat
     while other tasks keep the engine's own calibration."""
     import router.routing_view as rv_module
     from engines.types import GenerationRequest
-    from router.routing_view import IDLE as NO_LOAD, TASK_EVIDENCE, RoutingView
+    from router.live_costs import IDLE as NO_LOAD
+    from router.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -311,7 +312,8 @@ def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_
     and the share of them drafts wrote, and calibrates against that."""
     import router.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
-    from router.routing_view import IDLE as NO_LOAD, TASK_EVIDENCE, RoutingView
+    from router.live_costs import IDLE as NO_LOAD
+    from router.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -362,7 +364,8 @@ def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
     (and back). Each load state (this engine busy or not, the other engine busy or not) keeps its own."""
     import router.routing_view as rv_module
     from engines.types import GenerationRequest
-    from router.routing_view import IDLE as NO_LOAD, TASK_EVIDENCE, LoadState, RoutingView
+    from router.live_costs import IDLE as NO_LOAD, LoadState
+    from router.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
