@@ -53,62 +53,30 @@ class Backlog:
 
 
 class Calibration:
-    """How an engine's own time relates to the cost profile's estimates: `observed ~ fixed_ms +
-    factor x estimate`, from exponentially weighted moments of (estimate, observed). The profile
-    prices decode steps, not a request's fixed costs inside the engine (its prefill call,
-    scheduling): a 2-token label took 2.8x its estimate where a 256-token answer took about its
-    estimate, and one ratio for both priced labels 2.8x too slow at their predicted length. While
-    the estimates seen vary too little to tell the two apart, `fixed_ms` is 0 and `factor` is the
-    ratio of the weighted sums (long requests weigh by their length). `factor` is clamped to
-    [low, high]. The profile is measured on an idle machine, one engine at a time; serving adds
-    admissions and other engines on the same cores."""
+    """How much longer than estimated an engine's requests really take: exponentially weighted
+    sums of observed and of estimated time, and their ratio (clamped to [low, high]). Sums rather
+    than a mean of ratios, so long requests weigh by their length and a 5 ms request's fixed
+    call overhead does not scale a 500 ms estimate. The profile is measured on an idle machine,
+    one engine at a time; serving adds the HTTP stack, admissions and other engines on the same
+    cores. The router multiplies that engine's estimates by `factor`."""
 
-    SPREAD = 0.5  # estimates must vary by this much of their mean (as a standard deviation) to fit a fixed part
-
-    def __init__(self, alpha: float = 0.2, low: float = 0.5, high: float = 4.0, fit_fixed: bool = True) -> None:
-        self.alpha, self.low, self.high, self.fit_fixed = alpha, low, high, fit_fixed
-        self._observed = self._estimated = 0.0  # weighted means of observed and estimated ms
-        self._ee = self._eo = 0.0  # weighted means of estimate^2 and estimate x observed
+    def __init__(self, alpha: float = 0.2, low: float = 0.5, high: float = 4.0) -> None:
+        self.alpha, self.low, self.high = alpha, low, high
+        self._observed = self._estimated = 0.0
         self.count = 0  # requests observed
 
     @property
-    def fixed_ms(self) -> float:
-        return self._fit()[0]
-
-    @property
     def factor(self) -> float:
-        return self._fit()[1]
-
-    def factor_after(self, fixed_ms: float) -> float:
-        """The ratio of what is left of the observed time after `fixed_ms` a request (another
-        calibration's fixed part: a task's own requests vary too little to fit one) to the estimates."""
         if self._estimated <= 0:
             return 1.0
-        return min(self.high, max(self.low, (self._observed - fixed_ms) / self._estimated))
-
-    def _fit(self) -> tuple[float, float]:
-        if self._estimated <= 0:
-            return 0.0, 1.0
-        ratio = min(self.high, max(self.low, self._observed / self._estimated))
-        variance = self._ee - self._estimated**2
-        if not self.fit_fixed or self.count < 3 or variance < (self.SPREAD * self._estimated) ** 2:
-            return 0.0, ratio
-        slope = min(self.high, max(self.low, (self._eo - self._estimated * self._observed) / variance))
-        fixed = self._observed - slope * self._estimated
-        if fixed < 0:  # no fixed part to speak of: the ratio
-            return 0.0, ratio
-        return min(fixed, self._observed), slope
+        return min(self.high, max(self.low, self._observed / self._estimated))
 
     def observe(self, observed_ms: float, estimated_ms: float) -> None:
         if estimated_ms <= 0:
             return
-        first = self.count == 0
         self.count += 1
-        a = 1.0 if first else self.alpha
-        self._observed += a * (observed_ms - self._observed)
-        self._estimated += a * (estimated_ms - self._estimated)
-        self._ee += a * (estimated_ms**2 - self._ee)
-        self._eo += a * (estimated_ms * observed_ms - self._eo)
+        self._observed += self.alpha * (observed_ms - self._observed)
+        self._estimated += self.alpha * (estimated_ms - self._estimated)
 
 
 class DraftShare:

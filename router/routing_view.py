@@ -55,17 +55,16 @@ class EngineView:
     # enough requests (TASK_EVIDENCE); the cost model prices verified by it (engines.cost.decode_ms)
     draft_share: dict[str, float] = field(default_factory=dict)
     overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
-    fixed_ms: float = 0.0  # a request's fixed cost inside the engine that the profile does not price (`Calibration.fixed_ms`)
 
     def factor(self, mode: str, task: str | None) -> float:
         """How much longer than the cost profile's estimate a `mode` request of `task` takes in the engine."""
         return self.by_task.get((mode, task), self.calibration) if task else self.calibration
 
     def priced(self, mode: str, task: str | None, estimate_ms: float) -> float:
-        """A cost-profile estimate made real: calibrated, plus the fixed costs in and outside the
-        engine. Those are the same whatever the answer's length, so a 2-step label's estimate is not
-        scaled by them (a factor learned on a 10 ms estimate that took 30 ms would triple a 30 ms one)."""
-        return self.fixed_ms + estimate_ms * self.factor(mode, task) + self.overhead_ms
+        """A cost-profile estimate made real: calibrated, plus the per-request overhead. The overhead is
+        the same in every mode, so a 2-step label's estimate is not scaled by it (a factor learned on
+        a 10 ms estimate that took 30 ms would triple a 30 ms one)."""
+        return estimate_ms * self.factor(mode, task) + self.overhead_ms
 
 
 def prefix_reuse(stats: dict) -> float:
@@ -116,8 +115,7 @@ class RoutingView:
         # for all would carry a busy spell's error into the next lone request (and back).
         self.calibration: dict[tuple[Engine, LoadState], Calibration] = defaultdict(Calibration)  # (engine, load) -> its own
         # (mode, task, load) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
-        # their engine's fixed part (per load state) comes off first: they scale what is left (`factor_after`)
-        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(high=50.0, fit_fixed=False))
+        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(high=50.0))
         self.draft_share: dict[str, DraftShare] = defaultdict(DraftShare)  # task -> verified's drafts' share of its tokens
         # (engine, load) -> a request's time outside the engine's own (dispatch to answer, less what the engine reports)
         self.overhead: dict[tuple[Engine, LoadState], Overhead] = defaultdict(Overhead)
@@ -195,11 +193,9 @@ class RoutingView:
             state = self.load_state(name)
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
                                    calibration=self.calibration[(name, state)].factor,
-                                   fixed_ms=self.calibration[(name, state)].fixed_ms,
                                    overhead_ms=self.overhead[(name, state)].ms,
                                    backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
-                                   by_task={(m, t): c.factor_after(self.calibration[(name, state)].fixed_ms)
-                                            for (m, t, at), c in self.by_task.items()
+                                   by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
                                             if ENGINE_OF_MODE[m] == name and at == state and c.count >= TASK_EVIDENCE},
                                    prefix_reuse=prefix_reuse(load.stats),
                                    draft_share={t: d.share for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {})
@@ -257,10 +253,8 @@ class RoutingView:
         """For /admin/stats."""
         return {"calibration": {e: round(self.calibration[(e, IDLE)].factor, 3) for e in self.engines},
                 "overhead_ms": {f"{e} ({state.label})": round(o.ms, 1) for (e, state), o in self.overhead.items() if o.count},
-                "fixed_ms": {f"{e} ({state.label})": round(c.fixed_ms, 1) for (e, state), c in self.calibration.items() if c.count},
                 "calibration_by_load": {f"{e} ({state.label})": round(c.factor, 3) for (e, state), c in self.calibration.items() if c.count},
-                "calibration_by_task": {f"{m}/{t}" + ("" if state == IDLE else f" ({state.label})"):
-                                        round(c.factor_after(self.calibration[(ENGINE_OF_MODE[m], state)].fixed_ms), 3)
+                "calibration_by_task": {f"{m}/{t}" + ("" if state == IDLE else f" ({state.label})"): round(c.factor, 3)
                                         for (m, t, state), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},

@@ -358,40 +358,6 @@ def test_a_requests_fixed_overhead_is_added_not_scaled(monkeypatch):
     assert rv.snapshot()["overhead_ms"] == {"ar (idle)": 20.0}
 
 
-def test_an_engines_fixed_cost_per_request_is_fitted_apart_from_its_speed(monkeypatch):
-    """The profile prices decode steps; a request also pays fixed costs inside the engine (its
-    prefill call, scheduling) that it does not price. Measured: a 2-token label took 2.8x its
-    estimate where a 256-token answer took about its estimate. A ratio would price the label at its
-    p90 length 2.8x too slow; the view fits observed ~ fixed + factor x estimate per engine, and the
-    task's own factor scales what is left after the fixed part."""
-    import router.routing_view as rv_module
-    from engines.types import DecodeStats, GenerationRequest
-    from router.live_costs import Calibration
-    from router.routing_view import TASK_EVIDENCE, RoutingView
-
-    steady = Calibration()
-    for _ in range(10):
-        steady.observe(observed_ms=300.0, estimated_ms=100.0)  # estimates that never vary: the ratio, no fixed part
-    assert steady.fixed_ms == 0.0 and steady.factor == pytest.approx(3.0)
-
-    clock = [0.0]
-    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
-    rv = RoutingView({"block": None, "ar": None})
-    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
-    for _ in range(2 * TASK_EVIDENCE):
-        for task, estimate in (("classify", 7.0), ("write", 600.0)):
-            t = rv.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=estimate, service_ms=None, task=task)
-            engine_ms = 12.0 + estimate  # 12 ms a request the profile does not price, then as estimated
-            clock[0] += (engine_ms + 8.0) / 1000.0  # and 8 ms outside the engine
-            rv.returned(t, ok=True, stats=DecodeStats(output_tokens=2, latency_s=engine_ms / 1000.0))
-    ar = rv.view()["ar"]
-    assert ar.fixed_ms == pytest.approx(12.0, abs=0.5) and ar.calibration == pytest.approx(1.0, abs=0.02)
-    assert ar.factor("ar", "classify") == pytest.approx(1.0, abs=0.1) and ar.factor("ar", "write") == pytest.approx(1.0, abs=0.02)
-    # a 4-token label priced at ~12 + 10 + 8 ms, not 2.8 x 10 + 8
-    assert ar.priced("ar", "classify", 10.0) == pytest.approx(30.0, abs=1.5)
-    assert rv.snapshot()["fixed_ms"]["ar (idle)"] == pytest.approx(12.0, abs=0.5)
-
-
 def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
     """The profile prices a lone request on an idle machine well, and a batch, a queue or two engines
     sharing the cores only roughly: a busy spell's error must not reprice the next lone request
