@@ -79,27 +79,19 @@ class Calibration:
         self._estimated += self.alpha * (estimated_ms - self._estimated)
 
 
-class DraftShare:
+class DraftShare(Calibration):
     """The share of verified's output tokens that its drafts wrote (accepted draft tokens over all
-    tokens written), for one task type: exponentially weighted sums, so long answers weigh by their
-    length and old evidence decays. The task suite's acceptance prices verified until there is
-    evidence; prompts of a task unlike the suite's can draft far less (AR unsure, drafts rejected)."""
+    tokens written), for one task type: the same weighted sums as `Calibration` (long answers weigh
+    by their length, old evidence decays), in [0, 1]. The task suite's acceptance prices verified
+    until there is evidence; prompts of a task unlike the suite's can draft far less (AR unsure,
+    drafts rejected). `observe(drafted, written)`."""
 
     def __init__(self, alpha: float = 0.2) -> None:
-        self.alpha = alpha
-        self._drafted = self._written = 0.0
-        self.count = 0  # requests observed
+        super().__init__(alpha, low=0.0, high=1.0)
 
     @property
     def share(self) -> float:
-        return self._drafted / self._written if self._written > 0 else 0.0
-
-    def observe(self, drafted: int, written: int) -> None:
-        if written <= 0:
-            return
-        self.count += 1
-        self._drafted += self.alpha * (min(drafted, written) - self._drafted)
-        self._written += self.alpha * (written - self._written)
+        return self.factor if self.count else 0.0
 
 
 class Overhead:

@@ -173,6 +173,9 @@ def totals(rows: list[dict]) -> list[dict]:
 
 
 def main(args) -> int:
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):  # refused now, not after minutes of measuring
+        if path and not Path(path).resolve().parent.is_dir():
+            raise SystemExit(f"tandem: {flag} {path}: no such directory {Path(path).resolve().parent}")
     torch.set_num_threads(args.threads)
     engine, source = load_engine(args.checkpoint)
     machine = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"

@@ -123,6 +123,11 @@ def score_against_ar(runs: list[dict]) -> None:
             run["by_family"][mine["family"]]["exact"] += mine["exact"]
 
 
+def scores_as_ar(item: dict, ar: dict) -> bool:
+    """Whether a request's answer in some mode scores at least as AR's did (the oracle's criterion)."""
+    return item["exact"] >= ar["exact"] and item["score"] >= ar["score"] - 1e-9
+
+
 def oracle(runs: list[dict]) -> list[dict]:
     """Per round and concurrency: the per-request oracle (the fastest single mode among those that
     score at least as AR does on that request) and the router against it, against the better
@@ -137,8 +142,7 @@ def oracle(runs: list[dict]) -> list[dict]:
         best_ms, acceptable_ms = [], []
         for i in range(n):
             ar = mine["all-ar"]["per_item"][i]
-            ok = [mine[p]["per_item"][i]["ms"] for p in singles
-                  if mine[p]["per_item"][i]["exact"] >= ar["exact"] and mine[p]["per_item"][i]["score"] >= ar["score"] - 1e-9]
+            ok = [mine[p]["per_item"][i]["ms"] for p in singles if scores_as_ar(mine[p]["per_item"][i], ar)]
             acceptable_ms.append(min(ok))
             best_ms.append(min(mine[p]["per_item"][i]["ms"] for p in singles))
         # Throughput from times: scaled from the better single mode's measured throughput by its total
@@ -187,8 +191,7 @@ def per_request(runs: list[dict]) -> list[dict]:
                 ar = m["all-ar"]["per_item"][i]
                 mine.append(m["router"]["per_item"][i]["ms"])
                 best.append(min(m[p]["per_item"][i]["ms"] for p in singles))
-                acceptable.append(min(m[p]["per_item"][i]["ms"] for p in singles
-                                      if m[p]["per_item"][i]["exact"] >= ar["exact"] and m[p]["per_item"][i]["score"] >= ar["score"] - 1e-9))
+                acceptable.append(min(m[p]["per_item"][i]["ms"] for p in singles if scores_as_ar(m[p]["per_item"][i], ar)))
             router_ms.append(statistics.median(mine))
             best_ms.append(statistics.median(best))
             oracle_ms.append(statistics.median(acceptable))
