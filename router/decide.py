@@ -15,11 +15,13 @@ Order of the rules (each named in `Decision.rule`):
    `disagreement`: block that the router's agreement head (the checkpoint's labels on the data
    set, logged shadow verification) expects to answer worse than AR (agreement under the policy's
    agreement_floor) -> safe_mode; verified under the same expectation -> ar (its drafts are
-   block's denoiser: they would be rejected, and AR steps write AR's answer sooner alone).
+   block's denoiser: they are mostly rejected, and AR steps write AR's answer sooner alone).
 6. `load`: with load_aware enabled and queue ratios given, an overloaded mode spills to the
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
-   always; block <-> AR for equal_quality_tasks, within the block limit). Forced modes never move.
+   always, but to verified under `disagreement` only once the engines have seen what drafts write
+   for such requests of the task, and priced by that; block <-> AR for equal_quality_tasks, within
+   the block limit). Forced modes never move.
 7. `skeleton` / `constrained`: an answer with a fixed skeleton (a json_schema, one tool that must
    be called) goes to skeleton_mode unless forced (block seeds its canvas with the skeleton:
    `engines.seeded`). Any other answer under a grammar (tools the model may or may not call, a
@@ -44,6 +46,7 @@ from engines.defaults import MIN_PREFIX_TOKENS
 from engines.types import ENGINE_OF_MODE, MODES
 from router.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
 from router.features import PromptSize, extract_features, prompt_size
+from router.live_costs import DraftKey
 from router.routing_view import EngineView
 from router.types import Decision, Prediction, RouteRequest
 
@@ -162,27 +165,34 @@ class Router:
         )
 
     @staticmethod
-    def _block_agrees(pred: Prediction, policy) -> bool:
+    def _block_agrees(pred: Prediction | Decision, policy) -> bool:
         """Whether block's answer is expected to be AR's: always, unless the model has an agreement
         head (trained on logged shadow verification) that says otherwise."""
         return pred.agreement is None or pred.agreement >= policy.agreement_floor
+
+    def draft_key(self, decision: Decision) -> DraftKey:
+        """What a decided request's verified draft share is counted and priced under."""
+        return DraftKey(decision.task, self._block_agrees(decision, self.policy))
 
     def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
                                  block_agrees: bool = True):
         """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
         least `min_gain` times faster than `mode`, else None. Verified and AR count as equal
         (lossless); block joins them for the policy's equal_quality_tasks, within the policy's block
-        limit (block_max_canvases). Where the agreement head expects block to differ from AR, only
-        AR remains: block would answer worse, and verified's drafts would be rejected."""
+        limit (block_max_canvases). Where the agreement head expects block to differ from AR, block
+        is out (it would answer worse), and verified stays only once the engines have seen what its
+        drafts write for such requests of the task (a live `DraftShare`), priced by that: the
+        suite's acceptance says nothing of them, and by the head they would be rejected."""
         block_ok = block_agrees and task in policy.load_aware.equal_quality_tasks and tokens <= policy.block_limit_tokens
         # verified is AR's answer, but only pays where its drafts (block's) are AR's tokens
-        same = {"ar"} | ({"verified"} if block_agrees else set()) | ({"block"} if block_ok else set())
+        seen = block_agrees or DraftKey(task, False) in getattr(view.get("block"), "draft_share", {})
+        same = {"ar"} | ({"verified"} if seen else set()) | ({"block"} if block_ok else set())
         if mode not in same:
             return None
         steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
 
         def estimate(m: str) -> float | None:
-            raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt)
+            raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt, agrees=block_agrees)
             return None if raw is None else view[ENGINE_OF_MODE[m]].priced(m, task, raw)
 
         here = estimate(mode)
@@ -195,13 +205,14 @@ class Router:
 
     def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None,
                         view: Mapping[str, EngineView] | None, prompt: PromptSize | None = None,
-                        draft_share: float | None = None) -> float | None:
+                        draft_share: float | None = None, agrees: bool = True) -> float | None:
         """Milliseconds until a request would finish in `mode` given the view, by the cost profile
         alone (None without a profile or a reachable engine); `decide` applies the calibration.
         The prompt's prefill is priced less what the engine's prefix cache is expected to hold:
         its head (all but the last message) times the share of prefix tokens that engine has reused.
-        Verified is priced by the share of its tokens drafts wrote lately for the task, once known
-        (or by `draft_share` when given: what one finished request's drafts wrote)."""
+        Verified is priced by the share of its tokens drafts wrote lately for the task and the
+        agreement head's expectation (`agrees`: block expected to answer as AR), once known (or by
+        `draft_share` when given: what one finished request's drafts wrote)."""
         e = view.get(ENGINE_OF_MODE[mode]) if view else None
         if self.cost is None or e is None or not e.reachable:
             return None
@@ -209,7 +220,7 @@ class Router:
         cached = expected_cached_tokens(prompt, e)
         return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, e.queued, e.running, max(1, e.capacity),
                                    task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached,
-                                   draft_share=draft_share if draft_share is not None else e.draft_share.get(task) if task else None)
+                                   draft_share=draft_share if draft_share is not None else e.draft_share.get(DraftKey(task, agrees)) if task else None)
 
     @staticmethod
     def _forced(req: RouteRequest, policy, override) -> tuple[str | None, str | None]:

@@ -120,7 +120,8 @@ class Failover:
         tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
         steps = gen.max_denoising_steps or getattr(self.router.cost, "steps", 0)
         estimate = self.router.finish_estimate(alt, tokens, steps, gen.canvas, decision.task, view,
-                                               PromptSize(decision.prompt_tokens, decision.prefix_tokens))
+                                               PromptSize(decision.prompt_tokens, decision.prefix_tokens),
+                                               agrees=self.router.draft_key(decision).agrees)
         if estimate is not None:
             estimate = view[ENGINE_OF_MODE[alt]].priced(alt, decision.task, estimate)
             if estimate > left_ms:
@@ -153,14 +154,15 @@ class Failover:
             tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
             steps = gen.max_denoising_steps or cost.steps
             prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
-            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt)
+            key = self.router.draft_key(decision)
+            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
             engine = view.get(ENGINE_OF_MODE[gen.mode])
             cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
-            share = engine.draft_share.get(decision.task) if engine is not None and decision.task else None
+            share = engine.draft_share.get(key) if engine is not None and decision.task else None
             service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached, share)
 
             def reestimate(written: int, drafted_share: float) -> float | None:
                 return self.router.finish_estimate(gen.mode, max(1, written), steps, gen.canvas, decision.task, view, prompt, drafted_share)
 
-            return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate)
-        return self.view.dispatched(gen, estimate, service, task=decision.task)
+            return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
+        return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=self.router.draft_key(decision).agrees)

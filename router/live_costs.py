@@ -4,7 +4,8 @@
 - `Backlog`: the block engine's work ahead, as a virtual FIFO clock;
 - `Calibration`: how much longer than the cost profile's estimate an engine's own time really is,
   kept per `LoadState` (idle, busy, the other engine busy);
-- `DraftShare`: the share of verified's tokens its drafts really wrote, per task;
+- `DraftShare`: the share of verified's tokens its drafts really wrote, per `DraftKey` (task, and
+  whether the agreement head expected block to answer as AR);
 - `Overhead`: a request's time outside the engine (added to estimates, not scaled).
 """
 
@@ -26,6 +27,19 @@ class LoadState(NamedTuple):
 
 
 IDLE = LoadState(False, False)
+
+
+class DraftKey(NamedTuple):
+    """What verified's draft share is kept apart by: the task type, and whether the router's agreement
+    head expected block (verified's drafter) to answer as AR does. The suite's extractions and a
+    hand-written extraction are one task, but only the first are drafted well."""
+
+    task: str
+    agrees: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.task if self.agrees else f"{self.task} (block expected to differ)"
 
 
 class Backlog:

@@ -5,8 +5,9 @@ engine's health probe, `router.engine_health`), counts the requests this
 gateway has sent since (a burst routed inside one poll interval would otherwise all see the same
 idle engine), prices the block engine's work ahead (`Backlog`) and learns from what comes back
 (the learners are in `router.live_costs`):
-- the share of verified's tokens its drafts really wrote, per task (`DraftShare`): the profile
-  prices verified from the task suite's acceptance, today's prompts of a task may draft far less;
+- the share of verified's tokens its drafts really wrote, per task and agreement (`DraftShare`, by
+  `DraftKey`): the profile prices verified from the task suite's acceptance, today's prompts of a
+  task may draft far less;
 - how much longer than the cost profile's estimate each engine's own time really is
   (`Calibration`), overall and per mode and task type, apart for each `LoadState` (idle, busy,
   the other engine busy), each request compared with its estimate redone for what it wrote;
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from engines.cost import CostProfile
 from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
 from router.engine_health import EngineHealth, replica_died
-from router.live_costs import IDLE, Backlog, Calibration, DraftShare, LoadState, Overhead
+from router.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
 
 log = logging.getLogger("tandem.gateway")
 
@@ -51,9 +52,10 @@ class EngineView:
     # its present load, once there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
     by_task: dict[tuple[str, str], float] = field(default_factory=dict)
     prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.prefix_cache)
-    # block engine: task -> share of verified's output tokens its drafts wrote lately, once there are
-    # enough requests (TASK_EVIDENCE); the cost model prices verified by it (engines.cost.decode_ms)
-    draft_share: dict[str, float] = field(default_factory=dict)
+    # block engine: DraftKey (task, block expected to agree) -> share of verified's output tokens its
+    # drafts wrote lately, once there are enough requests (TASK_EVIDENCE); the cost model prices
+    # verified by it (engines.cost.decode_ms)
+    draft_share: dict[DraftKey, float] = field(default_factory=dict)
     overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
 
     def factor(self, mode: str, task: str | None) -> float:
@@ -85,6 +87,7 @@ class Ticket:
     estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
     backlog_end: float | None = None  # its place in the block engine's backlog
     load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
+    agrees: bool = True  # the agreement head expected block to answer as AR (verified's draft share is kept apart by it)
     # the same estimate redone for the tokens it really wrote and the share of them its drafts wrote:
     # calibration compares what it took with that, so a length the router mispredicted or drafts that
     # missed are not read as the engine being slow (they are priced apart)
@@ -116,7 +119,7 @@ class RoutingView:
         self.calibration: dict[tuple[Engine, LoadState], Calibration] = defaultdict(Calibration)  # (engine, load) -> its own
         # (mode, task, load) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
         self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(high=50.0))
-        self.draft_share: dict[str, DraftShare] = defaultdict(DraftShare)  # task -> verified's drafts' share of its tokens
+        self.draft_share: dict[DraftKey, DraftShare] = defaultdict(DraftShare)  # verified's drafts' share of its tokens
         # (engine, load) -> a request's time outside the engine's own (dispatch to answer, less what the engine reports)
         self.overhead: dict[tuple[Engine, LoadState], Overhead] = defaultdict(Overhead)
         self._poller: asyncio.Task | None = None
@@ -198,7 +201,7 @@ class RoutingView:
                                    by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
                                             if ENGINE_OF_MODE[m] == name and at == state and c.count >= TASK_EVIDENCE},
                                    prefix_reuse=prefix_reuse(load.stats),
-                                   draft_share={t: d.share for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {})
+                                   draft_share={k: d.share for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {})
         return out
 
     def _occupied(self, name: Engine) -> int:
@@ -214,13 +217,14 @@ class RoutingView:
     # ---- what this gateway sends ----------------------------------------------------------------------
 
     def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None, task: str | None = None,
-                   reestimate: Callable[[int, float], float | None] | None = None) -> Ticket:
+                   reestimate: Callable[[int, float], float | None] | None = None, agrees: bool = True) -> Ticket:
         """Count `gen` at its engine, with the cost profile's estimate of its finish (calibrated
         against what happens, for its engine and for its mode and `task`; `reestimate` redoes it for
-        the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog."""
+        the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog.
+        `agrees`: the agreement head expected block to answer as AR (a `DraftKey`'s half)."""
         engine = ENGINE_OF_MODE[gen.mode]
         ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
-                        load=self.load_state(engine))
+                        load=self.load_state(engine), agrees=agrees)
         if engine == "block" and service_ms is not None:
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
@@ -247,7 +251,7 @@ class RoutingView:
             if ticket.task:
                 self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, estimate)
         if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:
-            self.draft_share[ticket.task].observe(stats.accepted, stats.output_tokens)
+            self.draft_share[DraftKey(ticket.task, ticket.agrees)].observe(stats.accepted, stats.output_tokens)
 
     def snapshot(self) -> dict:
         """For /admin/stats."""
@@ -258,5 +262,5 @@ class RoutingView:
                                         for (m, t, state), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
-                "draft_share_by_task": {t: round(d.share, 3) for t, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
+                "draft_share_by_task": {k.label: round(d.share, 3) for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
                 "health": self.health.snapshot()}

@@ -14,6 +14,7 @@ from engines.cost import CostProfile
 from policies.schema import DEFAULT_TASK_MODES
 from router import Router
 from engines.types import EngineLoad
+from router.live_costs import DraftKey
 from router.routing_view import EngineView
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
@@ -293,7 +294,7 @@ def test_verified_is_priced_by_the_share_of_its_tokens_drafts_wrote_lately(model
         ar = rv.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=None, service_ms=None, task="plan")
         rv.returned(ar, ok=True, stats=DecodeStats(output_tokens=50))  # AR requests draft nothing: not counted
     view = rv.view()
-    assert view["block"].draft_share == {"summarize": pytest.approx(0.1)} and view["ar"].draft_share == {}
+    assert view["block"].draft_share == {DraftKey("summarize"): pytest.approx(0.1)} and view["ar"].draft_share == {}
     assert rv.snapshot()["draft_share_by_task"] == {"summarize": 0.1}
 
     r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"summarize": "ar"},
@@ -301,8 +302,8 @@ def test_verified_is_priced_by_the_share_of_its_tokens_drafts_wrote_lately(model
     r.cost = profile
     summary = req("Summarize in one sentence: the meeting moved to Tuesday because the room was booked.", max_tokens=200)
     assert r.decide(summary, view={"block": IDLE, "ar": IDLE}).mode == "verified"  # the suite's acceptance: ~5x sooner
-    assert r.decide(summary, view={"block": replace(IDLE, draft_share={"summarize": 0.1}), "ar": IDLE}).mode == "ar"
-    assert r.decide(summary, view={"block": replace(IDLE, draft_share={"summarize": 0.95}), "ar": IDLE}).mode == "verified"
+    assert r.decide(summary, view={"block": replace(IDLE, draft_share={DraftKey("summarize"): 0.1}), "ar": IDLE}).mode == "ar"
+    assert r.decide(summary, view={"block": replace(IDLE, draft_share={DraftKey("summarize"): 0.95}), "ar": IDLE}).mode == "verified"
 
 
 def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_really_wrote(monkeypatch):
@@ -423,6 +424,44 @@ def test_verified_is_not_chosen_where_its_drafts_are_expected_to_miss(model):
                                                   load_aware={"enabled": True, "min_gain": 1.2}))
     ar_default.cost = strict.cost
     assert ar_default.decide(unfamiliar, view={"block": IDLE, "ar": BUSY}).mode == "verified"
+
+
+def test_verified_earns_back_requests_block_is_expected_to_differ_on_where_their_drafts_pay(model):
+    """The agreement head speaks of block's whole answer; verified keeps every draft token AR agrees
+    with, so a task can be drafted well where block's answers differ (the suite's extractions:
+    agreement ~0.2, drafts still write most tokens). The engines count the draft share apart for
+    requests the head expected to differ (`DraftKey(task, agrees=False)`); once a task has that
+    evidence, cost-aware routing prices verified by it and moves such requests off AR when
+    verified is min_gain faster, and leaves them on AR when their drafts miss."""
+    from engines.types import DecodeStats, GenerationRequest
+    from router.routing_view import TASK_EVIDENCE, RoutingView
+
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    for _ in range(TASK_EVIDENCE):
+        for agrees, accepted in ((True, 90), (False, 20)):
+            ticket = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=None, service_ms=None,
+                                   task="summarize", agrees=agrees)
+            rv.returned(ticket, ok=True, stats=DecodeStats(output_tokens=100, accepted=accepted, ar_tokens=100 - accepted))
+    assert rv.view()["block"].draft_share == {DraftKey("summarize"): pytest.approx(0.9), DraftKey("summarize", False): pytest.approx(0.2)}
+    assert rv.snapshot()["draft_share_by_task"] == {"summarize": 0.9, "summarize (block expected to differ)": 0.2}
+
+    r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"summarize": "verified"}, agreement_floor=0.3,
+                                         load_aware={"enabled": True, "min_gain": 1.2}))
+    r.cost = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 20.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9,
+                         acceptance_by_task={"summarize": 0.98}, block_steps_by_task={"summarize": 2})
+    unfamiliar = req("Sum up this thread in two sentences for the on-call channel: the deploy failed twice because the "
+                     "migration timed out; Dana rolled back and we will retry after the index rebuild tonight.", max_tokens=200)
+    assert r.predict(unfamiliar).agreement < 0.3
+    assert r.decide(unfamiliar, view={"block": IDLE, "ar": IDLE}).mode == "ar"  # no evidence for such requests
+    # evidence for requests block agrees on says nothing of this one
+    assert r.decide(unfamiliar, view={"block": replace(IDLE, draft_share={DraftKey("summarize"): 1.0}), "ar": IDLE}).mode == "ar"
+    drafted = r.decide(unfamiliar, view={"block": replace(IDLE, draft_share={DraftKey("summarize", False): 0.95}), "ar": IDLE})
+    assert (drafted.mode, drafted.rule) == ("verified", "load") and "moved to verified" in drafted.reason
+    missed = r.decide(unfamiliar, view={"block": replace(IDLE, draft_share={DraftKey("summarize", False): 0.1}), "ar": IDLE})
+    assert (missed.mode, missed.rule) == ("ar", "disagreement")
+    # a draft share a request of the other kind would be priced by is not this one's
+    assert r.draft_key(drafted) == DraftKey("summarize", False)
 
 
 def test_the_view_hands_the_engines_cost_profile_to_the_router():
