@@ -89,8 +89,12 @@ class Ticket:
     load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
     agrees: bool = True  # the agreement head expected block to answer as AR (verified's draft share is kept apart by it)
     # the same estimate redone for the tokens it really wrote and the share of them its drafts wrote:
-    # calibration compares what it took with that, so a length the router mispredicted or drafts that
-    # missed are not read as the engine being slow (they are priced apart)
+    # the engine's calibration compares what it took with that, so a length the router mispredicted
+    # or drafts that missed are not read as the engine being slow (they are priced apart). A
+    # (mode, task)'s own calibration compares it with `estimate_ms`, the figure `decide` priced:
+    # a task's lengths are mispredicted the same way every time (a label's p90 is 4 tokens, it
+    # writes 1), and AR's cost follows the length where block's follows the canvas, so only that
+    # comparison makes the task's estimates in two modes comparable.
     reestimate: Callable[[int, float], float | None] | None = None
 
 
@@ -117,8 +121,9 @@ class RoutingView:
         # machine well, and a batch, a queue or two engines sharing the cores only roughly; one factor
         # for all would carry a busy spell's error into the next lone request (and back).
         self.calibration: dict[tuple[Engine, LoadState], Calibration] = defaultdict(Calibration)  # (engine, load) -> its own
-        # (mode, task, load) -> its own; not clamped at 4x: a task whose drafts miss runs 10x over a suite-based estimate
-        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(high=50.0))
+        # (mode, task, load) -> its own, against what decide priced; not clamped at 4x (a task whose drafts miss
+        # runs 10x over a suite-based estimate) nor at 0.5x (a task whose p90 length is 4x what it writes)
+        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(low=0.1, high=50.0))
         self.draft_share: dict[DraftKey, DraftShare] = defaultdict(DraftShare)  # verified's drafts' share of its tokens
         # (engine, load) -> a request's time outside the engine's own (dispatch to answer, less what the engine reports)
         self.overhead: dict[tuple[Engine, LoadState], Overhead] = defaultdict(Overhead)
@@ -248,8 +253,8 @@ class RoutingView:
                 self.overhead[(ticket.engine, ticket.load)].observe(observed - engine_ms)
                 observed = engine_ms
             self.calibration[(ticket.engine, ticket.load)].observe(observed, estimate)
-            if ticket.task:
-                self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, estimate)
+            if ticket.task and ticket.estimate_ms:  # against what decide priced (see Ticket.reestimate)
+                self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, ticket.estimate_ms)
         if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:
             self.draft_share[DraftKey(ticket.task, ticket.agrees)].observe(stats.accepted, stats.output_tokens)
 

@@ -308,9 +308,11 @@ def test_verified_is_priced_by_the_share_of_its_tokens_drafts_wrote_lately(model
 
 def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_really_wrote(monkeypatch):
     """The router prices a request by its predicted (p90) length and the drafts' expected share;
-    calibrating against that estimate would read a shorter answer as a fast engine, and drafts that
-    missed as a slow one (both priced apart). The view redoes the estimate for the tokens written
-    and the share of them drafts wrote, and calibrates against that."""
+    calibrating the engine against that estimate would read a shorter answer as a fast engine, and
+    drafts that missed as a slow one (both priced apart). The view redoes the estimate for the
+    tokens written and the share of them drafts wrote, and calibrates the engine against that. A
+    task's own factor compares with the estimate `decide` priced: its lengths are mispredicted
+    the same way each time, and that factor is what makes its estimates in two modes comparable."""
     import router.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
     from router.live_costs import IDLE as NO_LOAD
@@ -328,12 +330,50 @@ def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_
         clock[0] += 0.110
         rv.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50, accepted=0, ar_tokens=50))
     assert seen[-1] == (50, 0.0)
-    assert rv.view()["block"].factor("verified", "write") == pytest.approx(1.1)
+    assert rv.view()["block"].calibration == pytest.approx(1.1)
+    assert rv.view()["block"].factor("verified", "write") == pytest.approx(110 / 512)
     plain = RoutingView({"block": None, "ar": None})  # without a re-estimate: against the dispatch-time one
     ticket = plain.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=512.0, service_ms=None)
     clock[0] += 0.110
     plain.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50))
     assert plain.calibration[("ar", NO_LOAD)].factor == pytest.approx(0.5)  # 110 / 512, at the clamp
+
+
+def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_took(model, monkeypatch):
+    """A label's predicted (p90) length is 4 tokens and it writes 1: AR's cost follows the length,
+    block's the canvas, so the profile at the p90 prices AR's labels ~3x too slow against block's.
+    A (mode, task)'s factor compares what its requests took with what `decide` priced, so two
+    modes' estimates for the task meet what each really takes, and a label measured faster in AR
+    stays there (an earlier factor against the re-estimate moved labels to block, 1.3x estimated
+    sooner, 1.6x measured slower)."""
+    import router.routing_view as rv_module
+    from engines.types import DecodeStats, GenerationRequest
+    from router.routing_view import TASK_EVIDENCE, RoutingView
+
+    clock = [0.0]
+    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
+    r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"classify": "ar"},
+                                         load_aware={"enabled": True, "min_gain": 1.25, "equal_quality_tasks": ["classify"]}))
+    r.cost = CostProfile(ms_per_forward={"block": {1: 10.0, 8: 40.0}, "ar": {1: 2.5, 8: 3.5}}, canvas=64,
+                         block_steps_by_task={"classify": 2}, prefill_ms_per_token={"block": 0.03, "ar": 0.03})
+    label = req("Label the sentiment of this review as positive, negative or neutral: the battery died in two days.", max_tokens=16)
+    d = r.decide(label)
+    assert d.task == "classify" and d.predicted_tokens > 1
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    for _ in range(TASK_EVIDENCE):
+        for mode, took_ms in (("ar", 0.020), ("block", 0.032)):  # measured: AR 20 ms, block 32 ms for a 1-token label
+            view = rv.view()
+            estimate = r.finish_estimate(mode, d.predicted_tokens, 12, 64, "classify", view)
+            t = rv.dispatched(GenerationRequest(prompt="x", mode=mode), estimate, None, task="classify",
+                              reestimate=lambda written, share, m=mode, v=view: r.finish_estimate(m, written, 12, 64, "classify", v))
+            clock[0] += took_ms
+            rv.returned(t, ok=True, stats=DecodeStats(output_tokens=1, latency_s=took_ms))
+    view = rv.view()
+    ar_ms = view["ar"].priced("ar", "classify", r.finish_estimate("ar", d.predicted_tokens, 12, 64, "classify", view))
+    block_ms = view["block"].priced("block", "classify", r.finish_estimate("block", d.predicted_tokens, 12, 64, "classify", view))
+    assert ar_ms == pytest.approx(20.0) and block_ms == pytest.approx(32.0)
+    assert r.decide(label, view=view).mode == "ar"
 
 
 def test_a_requests_fixed_overhead_is_added_not_scaled(monkeypatch):
