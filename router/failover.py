@@ -161,8 +161,10 @@ class Failover:
             share = engine.draft_share.get(key) if engine is not None and decision.task else None
             service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached, share)
 
-            def reestimate(written: int, drafted_share: float) -> float | None:
-                return self.router.finish_estimate(gen.mode, max(1, written), steps, gen.canvas, decision.task, view, prompt, drafted_share)
+            def reestimate(written: int | None, drafted_share: float) -> float | None:
+                length = tokens if written is None else max(1, written)
+                return self.router.finish_estimate(gen.mode, length, steps, gen.canvas, decision.task, view, prompt, drafted_share,
+                                                   agrees=key.agrees)
 
             return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
         return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=self.router.draft_key(decision).agrees)

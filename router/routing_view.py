@@ -88,14 +88,17 @@ class Ticket:
     backlog_end: float | None = None  # its place in the block engine's backlog
     load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
     agrees: bool = True  # the agreement head expected block to answer as AR (verified's draft share is kept apart by it)
-    # the same estimate redone for the tokens it really wrote and the share of them its drafts wrote:
-    # the engine's calibration compares what it took with that, so a length the router mispredicted
-    # or drafts that missed are not read as the engine being slow (they are priced apart). A
-    # (mode, task)'s own calibration compares it with `estimate_ms`, the figure `decide` priced:
-    # a task's lengths are mispredicted the same way every time (a label's p90 is 4 tokens, it
-    # writes 1), and AR's cost follows the length where block's follows the canvas, so only that
-    # comparison makes the task's estimates in two modes comparable.
-    reestimate: Callable[[int, float], float | None] | None = None
+    # `reestimate(tokens, share)`: the same estimate redone for a length (None: the predicted one)
+    # and the share of the tokens drafts wrote. The engine's calibration compares what the request
+    # took with it redone for the tokens it really wrote and its drafts' real share, so a length the
+    # router mispredicted or drafts that missed are not read as the engine being slow (they are
+    # priced apart). A (mode, task)'s own calibration compares with it redone at the predicted
+    # length: a task's lengths are mispredicted the same way every time (a label's p90 is 4 tokens,
+    # it writes 1), and AR's cost follows the length where block's follows the canvas, so only that
+    # makes the task's estimates in two modes comparable. Both take the drafts' real share: an
+    # estimate made before the task's share was known (priced by the suite's acceptance, 10x off
+    # for writing) would leave its factor meaningless once it is.
+    reestimate: Callable[[int | None, float], float | None] | None = None
 
 
 class RoutingView:
@@ -121,9 +124,9 @@ class RoutingView:
         # machine well, and a batch, a queue or two engines sharing the cores only roughly; one factor
         # for all would carry a busy spell's error into the next lone request (and back).
         self.calibration: dict[tuple[Engine, LoadState], Calibration] = defaultdict(Calibration)  # (engine, load) -> its own
-        # (mode, task, load) -> its own, against what decide priced; not clamped at 4x (a task whose drafts miss
-        # runs 10x over a suite-based estimate) nor at 0.5x (a task whose p90 length is 4x what it writes)
-        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(low=0.1, high=50.0))
+        # (mode, task, load) -> its own, at the predicted length; not clamped at 4x (a task whose drafts miss runs
+        # 10x over a suite-based estimate) nor at 0.5x (a task whose p90 length is 4x what it writes)
+        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(low=0.2, high=50.0))
         self.draft_share: dict[DraftKey, DraftShare] = defaultdict(DraftShare)  # verified's drafts' share of its tokens
         # (engine, load) -> a request's time outside the engine's own (dispatch to answer, less what the engine reports)
         self.overhead: dict[tuple[Engine, LoadState], Overhead] = defaultdict(Overhead)
@@ -222,7 +225,7 @@ class RoutingView:
     # ---- what this gateway sends ----------------------------------------------------------------------
 
     def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None, task: str | None = None,
-                   reestimate: Callable[[int, float], float | None] | None = None, agrees: bool = True) -> Ticket:
+                   reestimate: Callable[[int | None, float], float | None] | None = None, agrees: bool = True) -> Ticket:
         """Count `gen` at its engine, with the cost profile's estimate of its finish (calibrated
         against what happens, for its engine and for its mode and `task`; `reestimate` redoes it for
         the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog.
@@ -243,9 +246,10 @@ class RoutingView:
         self._finished_since_poll[ticket.engine] += 1
         if ticket.backlog_end is not None:
             self.backlog.done(ticket.backlog_end, now)
-        estimate = ticket.estimate_ms
+        estimate = as_priced = ticket.estimate_ms
         if ok and estimate and stats is not None and stats.output_tokens and ticket.reestimate is not None:
-            estimate = ticket.reestimate(stats.output_tokens, stats.accepted / stats.output_tokens)
+            share = stats.accepted / stats.output_tokens
+            estimate, as_priced = ticket.reestimate(stats.output_tokens, share), ticket.reestimate(None, share)
         if ok and estimate:
             observed = (now - ticket.started) * 1000.0
             if stats is not None and stats.latency_s > 0:  # the engine's own time (its queue and decode) is what the profile prices
@@ -253,8 +257,8 @@ class RoutingView:
                 self.overhead[(ticket.engine, ticket.load)].observe(observed - engine_ms)
                 observed = engine_ms
             self.calibration[(ticket.engine, ticket.load)].observe(observed, estimate)
-            if ticket.task and ticket.estimate_ms:  # against what decide priced (see Ticket.reestimate)
-                self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, ticket.estimate_ms)
+            if ticket.task and as_priced:  # at the predicted length (see Ticket.reestimate)
+                self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, as_priced)
         if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:
             self.draft_share[DraftKey(ticket.task, ticket.agrees)].observe(stats.accepted, stats.output_tokens)
 

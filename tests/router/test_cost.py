@@ -326,10 +326,10 @@ def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_
     for _ in range(TASK_EVIDENCE + 2):
         # predicted 256 tokens at 2 ms (512 ms); it wrote 50, in 110 ms: the engine is 1.1x its profile, not 0.2x
         ticket = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=512.0, service_ms=None, task="write",
-                               reestimate=lambda written, share: seen.append((written, share)) or written * 2.0 * (1 - share / 2))
+                               reestimate=lambda written, share: seen.append((written, share)) or (written or 256) * 2.0 * (1 - share / 2))
         clock[0] += 0.110
         rv.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50, accepted=0, ar_tokens=50))
-    assert seen[-1] == (50, 0.0)
+    assert seen[-2:] == [(50, 0.0), (None, 0.0)]  # the engine's at the length written, the task's at the predicted one
     assert rv.view()["block"].calibration == pytest.approx(1.1)
     assert rv.view()["block"].factor("verified", "write") == pytest.approx(110 / 512)
     plain = RoutingView({"block": None, "ar": None})  # without a re-estimate: against the dispatch-time one
@@ -366,7 +366,8 @@ def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_too
             view = rv.view()
             estimate = r.finish_estimate(mode, d.predicted_tokens, 12, 64, "classify", view)
             t = rv.dispatched(GenerationRequest(prompt="x", mode=mode), estimate, None, task="classify",
-                              reestimate=lambda written, share, m=mode, v=view: r.finish_estimate(m, written, 12, 64, "classify", v))
+                              reestimate=lambda written, share, m=mode, v=view: r.finish_estimate(m, written or d.predicted_tokens, 12, 64,
+                                                                                                  "classify", v))
             clock[0] += took_ms
             rv.returned(t, ok=True, stats=DecodeStats(output_tokens=1, latency_s=took_ms))
     view = rv.view()
@@ -374,6 +375,29 @@ def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_too
     block_ms = view["block"].priced("block", "classify", r.finish_estimate("block", d.predicted_tokens, 12, 64, "classify", view))
     assert ar_ms == pytest.approx(20.0) and block_ms == pytest.approx(32.0)
     assert r.decide(label, view=view).mode == "ar"
+
+
+def test_a_tasks_factor_is_not_skewed_by_estimates_made_before_its_draft_share_was_known(monkeypatch):
+    """Verified's first requests of a task are priced by the suite's acceptance (for reasoning, 0.005:
+    ~20 s for 256 tokens); once the task's draft share is known they are priced by it (~0.6 s at a
+    share of 0). A task factor learned against the first estimates (0.1x) and applied to the second
+    priced reasoning in verified at 72 ms, and the router sent it there (2-2.7 s measured, block
+    0.6 s). The task's factor compares with its estimate redone at the drafts' real share."""
+    import router.routing_view as rv_module
+    from engines.types import DecodeStats, GenerationRequest
+    from router.routing_view import TASK_EVIDENCE, RoutingView
+
+    clock = [0.0]
+    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    by_share = lambda tokens, share: (tokens or 256) * 2.4 * (1 - share) + 60.0 * share  # noqa: E731  AR steps for what drafts did not write
+    for _ in range(TASK_EVIDENCE + 2):
+        t = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=20000.0, service_ms=None, task="reason",
+                          reestimate=by_share)
+        clock[0] += 256 * 2.4 / 1000 * 1.2  # 20% over its share-priced estimate
+        rv.returned(t, ok=True, stats=DecodeStats(output_tokens=256, accepted=0, ar_tokens=256))
+    assert rv.view()["block"].factor("verified", "reason") == pytest.approx(1.2)
 
 
 def test_a_requests_fixed_overhead_is_added_not_scaled(monkeypatch):
