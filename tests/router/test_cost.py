@@ -377,6 +377,27 @@ def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_too
     assert r.decide(label, view=view).mode == "ar"
 
 
+def test_verified_is_no_way_out_where_its_drafts_write_too_little_to_be_min_gain_sooner(model):
+    """Verified at a live draft share s still writes 1 - s of its tokens by AR steps, so it cannot
+    finish more than 1 / (1 - s) times sooner than AR: under s = 1 - 1/min_gain an estimate that
+    says it can is calibration noise. On hand-written prompts (share 0) such estimates moved
+    requests to verified 1.3-2.3x "sooner"; they took 1.1-1.5x AR's time."""
+    r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"summarize": "ar"},
+                                         load_aware={"enabled": True, "min_gain": 1.25}))
+    r.cost = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 20.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9,
+                         acceptance_by_task={"summarize": 0.98}, block_steps_by_task={"summarize": 2})
+    summary = req("Summarize in one sentence: the meeting moved to Tuesday because the room was booked.", max_tokens=200)
+    fast = {("verified", "summarize"): 0.2}  # verified's requests of the task took a fifth of their estimate
+    for share, mode in ((0.1, "ar"), (0.19, "ar"), (0.5, "verified")):
+        view = {"block": replace(IDLE, by_task=fast, draft_share={DraftKey("summarize"): share}), "ar": IDLE}
+        assert r.decide(summary, view=view).mode == mode, share
+    lax = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"summarize": "ar"},
+                                           load_aware={"enabled": True, "min_gain": 1.0}))
+    lax.cost = r.cost
+    view = {"block": replace(IDLE, by_task=fast, draft_share={DraftKey("summarize"): 0.1}), "ar": IDLE}
+    assert lax.decide(summary, view=view).mode == "verified"  # min_gain 1: any share may do
+
+
 def test_a_tasks_factor_is_not_skewed_by_estimates_made_before_its_draft_share_was_known(monkeypatch):
     """Verified's first requests of a task are priced by the suite's acceptance (for reasoning, 0.005:
     ~20 s for 256 tokens); once the task's draft share is known they are priced by it (~0.6 s at a
