@@ -20,8 +20,9 @@ Order of the rules (each named in `Decision.rule`):
    first mode in spill_order under max_queue_ratio; then, with cost_aware and a cost profile, the
    request moves to a mode of equal quality estimated min_gain times faster (verified <-> AR
    always, but to verified under `disagreement` only once the engines have seen what drafts write
-   for such requests of the task, and priced by that; block <-> AR for equal_quality_tasks, within
-   the block limit). Forced modes never move.
+   for such requests of the task, and priced by that, and never to verified where the live draft
+   share is under 1 - 1/min_gain; block <-> AR for equal_quality_tasks, within the block limit).
+   Forced modes never move.
 7. `skeleton` / `constrained`: an answer with a fixed skeleton (a json_schema, one tool that must
    be called) goes to skeleton_mode unless forced (block seeds its canvas with the skeleton:
    `engines.seeded`). Any other answer under a grammar (tools the model may or may not call, a
