@@ -163,15 +163,15 @@ def test_policy_applied_in_one_process_changes_decisions_of_another_within_a_sec
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         first = proc.stdout.readline().split()
-        assert first[:2] == ["ready", "block"], first
+        assert first[:2] == ["ready", "ar"], first  # the shipped policy: labels on AR
         time.sleep(0.3)  # let the subscriber settle
         writer = RedisStore(redis_url, prefix=prefix, watch=False)
         p = writer.current()
         t_apply = time.time()
-        writer.apply(edit(p, task_modes={**p.task_modes, "classify": "ar"}))
+        writer.apply(edit(p, task_modes={**p.task_modes, "classify": "block"}))
         writer.close()
         line = proc.stdout.readline().split()
-        assert line[:3] == ["changed", "ar", "1"], line
+        assert line[:3] == ["changed", "block", "1"], line
         assert float(line[3]) - t_apply < 1.0
     finally:
         proc.kill()
