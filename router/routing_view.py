@@ -10,7 +10,8 @@ idle engine), prices the block engine's work ahead (`Backlog`) and learns from w
   task may draft far less;
 - how much longer than the cost profile's estimate each engine's own time really is
   (`Calibration`), overall and per mode and task type, apart for each `LoadState` (idle, busy,
-  the other engine busy), each request compared with its estimate redone for what it wrote;
+  the other engine busy), each request compared with its estimate redone for what it wrote (a
+  task's own factor: at the length the router predicted, see `Ticket.reestimate`);
 - the per-request overhead outside the engine (`Overhead`), added to estimates, not scaled.
 `decide()` reads one typed snapshot of all that: an `EngineView` per engine.
 """
