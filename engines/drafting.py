@@ -40,6 +40,13 @@ ALLOWANCE = 0.1  # AR steps of credit each written token earns toward a new draf
 HESITANT_SLOWDOWN = 4
 FIRST_STEPS = 2  # the first draft's steps: the shipped model's drafts that AR accepts are right after two
 FIRST_CANVAS = 32  # the first draft's most tokens: most structured answers fit, a miss costs little
+# The first draft of an answer whose expected length (`GenerationRequest.expected_tokens`, the
+# router's p90) is past LONG_ANSWER tokens: the suite's plans (40-55 tokens, p90 50-74) then write in
+# one round, not two (batch 1, 10 plans: 3x -> 6x AR's speed on most). Not for shorter answers
+# (summaries and code of 13-18 tokens, p90 30-43): their drafts are accepted about as often at 32 as
+# at 64, and a 64-token step costs more.
+LONG_FIRST_CANVAS = 64
+LONG_ANSWER = 48
 # A draft whose first step's mean entropy over its first positions is above this (nats) is dropped
 # there: measured on the shipped model, drafts AR accepts sit under 0.55 (extractions up to 1.4),
 # drafts it rejects at 1.6 and up (engines.block.head_entropy; docs/engines.md).
@@ -49,6 +56,11 @@ ABANDON_ENTROPY = 1.0
 # accepts, it stays under 0.1 (0.3 at most); realistic free text and writing, whose drafts AR
 # rejects, run 1-3 nats, and the shortest answers start at 2.2-2.8 (docs/engines.md).
 SURE_ENTROPY = 0.5
+
+
+def first_canvas(expected: int | None) -> int:
+    """The first draft's size for an answer of `expected` tokens (None: unknown)."""
+    return LONG_FIRST_CANVAS if expected is not None and expected > LONG_ANSWER else FIRST_CANVAS
 
 
 class DraftCosts:
@@ -93,10 +105,12 @@ class DraftControl:
     reserve: float = 0.0  # the credit the smallest draft needs (set by `plan`): AR steps earn credit up to it
 
     @classmethod
-    def start(cls, params: BlockParams, largest: int, seed: int | None = None, sure_below: float = SURE_ENTROPY) -> "DraftControl":
-        """A row's plan before its first draft. The drafts' noise is seeded (by the request's seed, or 0):
-        a request drafts alike every time, so its speed is reproducible (its tokens are AR's anyway)."""
-        return cls(canvas=min(params.canvas, FIRST_CANVAS), largest=largest, noise=make_generator(0 if seed is None else seed),
+    def start(cls, params: BlockParams, largest: int, seed: int | None = None, sure_below: float = SURE_ENTROPY,
+              expected: int | None = None) -> "DraftControl":
+        """A row's plan before its first draft (`expected`: the answer's expected length, if known).
+        The drafts' noise is seeded (by the request's seed, or 0): a request drafts alike every
+        time, so its speed is reproducible (its tokens are AR's anyway)."""
+        return cls(canvas=min(params.canvas, first_canvas(expected)), largest=largest, noise=make_generator(0 if seed is None else seed),
                    sure_below=sure_below)
 
     def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int, grant: bool = True) -> tuple[int, int]:

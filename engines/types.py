@@ -44,6 +44,9 @@ class GenerationRequest:
     seed: int | None = None  # same seed, same request -> same output in every mode, alone or batched
     # Block mode (and the drafts of verified mode). None takes the checkpoint's generation config.
     canvas: int | None = None  # canvas size, <= config.canvas_length
+    # The answer's expected length (the router's p90 prediction), or None: verified mode sizes its
+    # first draft to hold it (engines.drafting.first_canvas).
+    expected_tokens: int | None = None
     max_denoising_steps: int | None = None
     t_min: float | None = None
     t_max: float | None = None

@@ -132,6 +132,7 @@ class Gateway:
             gen = dataclasses.replace(
                 call.gen, mode=decision.mode, max_new_tokens=call.gen.max_new_tokens or DEFAULT_MAX_TOKENS, request_id=call.request_id,
                 canvas=min(decision.canvas, limit) if decision.canvas and limit else decision.canvas, max_denoising_steps=decision.steps,
+                expected_tokens=decision.predicted_tokens,
             )
             out_headers = decision.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
             if call.stream:

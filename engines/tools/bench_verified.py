@@ -42,6 +42,7 @@ class Prompt:
     kind: str  # the suite family, or the realistic prompt's kind
     name: str
     messages: list[dict]
+    expected: int | None = None  # the router's p90 length for it, as the Gateway passes it (`expected_tokens`)
 
 
 @dataclass
@@ -62,6 +63,17 @@ def workloads(n: int, realistic: Path) -> list[Prompt]:
              for i, it in enumerate(generate_suite(n, split="test", seed=0, families=SUITE_FAMILIES))]
     real = [json.loads(line) for line in realistic.read_text().splitlines() if line.strip()]
     return suite + [Prompt("realistic", r["kind"], r["id"], r["messages"]) for r in real]
+
+
+def router_lengths(prompts: list[Prompt], max_tokens: int) -> None:
+    """Set each prompt's expected length to the shipped router's p90 prediction, capped by
+    `max_tokens`: what the Gateway sends with a served request (verified sizes its first draft by it)."""
+    from router.classifier import load_model  # the serving path's router: this tool measures what is served
+    from router.features import extract_features
+
+    model = load_model()
+    for p in prompts:
+        p.expected = min(model.predict(extract_features(p.messages, max_tokens, None, None, None)).predicted_tokens, max_tokens)
 
 
 def draft_step_ms(engine, canvas: int, batch: int, steps: int = 6, repeats: int = 3) -> float:
@@ -131,7 +143,7 @@ def measure(engine, prompts: list[Prompt], batch: int, repeat: int, max_tokens: 
     for _ in range(repeat):
         for start in range(0, len(prompts), batch):
             chunk = prompts[start : start + batch]
-            requests = [GenerationRequest(messages=p.messages, mode="verified", max_new_tokens=max_tokens) for p in chunk]
+            requests = [GenerationRequest(messages=p.messages, mode="verified", max_new_tokens=max_tokens, expected_tokens=p.expected) for p in chunk]
             run_pair(engine, requests, timing[start : start + batch])
     return timing
 
@@ -184,6 +196,8 @@ def main(args) -> int:
         profile = write_draft_costs(engine)
         engine.draft_costs.profile = profile
     prompts = workloads(args.n, Path(args.prompts or REALISTIC))
+    if not args.no_router_lengths:
+        router_lengths(prompts, args.max_tokens)
     measure(engine, prompts[:2], 1, 1, 16)  # warm-up
     rows = []
     for batch in args.batch:

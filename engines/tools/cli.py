@@ -114,6 +114,8 @@ def register(commands, bench_commands):
     p.add_argument("--write-profile", action="store_true", help="first measure draft and AR steps into the checkpoint's cost_profile.json")
     p.add_argument("--json", default=None, help="write every prompt's figures and the summary here")
     p.add_argument("--plot", default=None, help="PNG of verified time over AR time per prompt and batch size")
+    p.add_argument("--no-router-lengths", action="store_true",
+                   help="send no expected length (by default each prompt carries the shipped router's p90 prediction, as served)")
     p.set_defaults(func=_lazy("engines.tools.bench_verified"))
 
     p = bench_commands.add_parser("prefix", help="prefix reuse against none: time to first token and throughput with a 1k-3.5k-token shared system prompt")

@@ -82,6 +82,30 @@ def test_each_requests_time_is_its_median_over_rounds():
     assert q["worst_vs_best_single"] == pytest.approx(210 / 50) and q["over_1_5x_best_single"] == 1
 
 
+def test_the_steady_oracle_keeps_each_requests_mode_over_the_rounds_and_the_better_single_mode_keeps_ars_quality():
+    # Request 0: AR and verified take turns being faster by noise (100/90 ms, then 90/100): each
+    # round's fastest sums 90 + 90, the steady oracle keeps one mode (its median is no better).
+    # Request 1: block is 4x faster but answers worse every round: the oracle and the better
+    # single mode at AR's quality both leave it out, the plain better single mode does not.
+    def round_(k, ar0, verified0):
+        return [_items("all-ar", 1, k, [(ar0, True, 1.0, "a"), (200, True, 1.0, "b")]),
+                _items("all-block", 1, k, [(150, True, 1.0, "a"), (50, False, 0.3, "x")]),
+                _items("all-verified", 1, k, [(verified0, True, 1.0, "a"), (200, True, 1.0, "b")]),
+                _items("router", 1, k, [(100, True, 1.0, "a"), (200, True, 1.0, "b")])]
+    runs = round_(0, 100, 90) + round_(1, 90, 100) + round_(2, 95, 95)
+    bounds = oracle(runs)
+    first = bounds[0]
+    assert first["better_single"] == "all-block" and first["better_single_at_ar_quality"] == "all-verified"
+    assert first["oracle_requests_per_s"] == pytest.approx(first["better_single_requests_per_s"] * 200 / (90 + 200))
+    # steady modes: AR's median on request 0 is verified's (95 ms), block's 150; request 1: not block (answers worse)
+    assert first["steady_oracle_modes"] == {"all-ar": 2}
+    for b in bounds:  # the router at AR's time on both is the steady oracle's equal up to that noise
+        assert b["router_vs_steady_oracle"] > b["router_vs_oracle"] - 1e-9
+        assert b["router_vs_better_single_at_ar_quality"] == pytest.approx(b["router_requests_per_s"] / b["better_single_at_ar_quality_requests_per_s"])
+    assert [b["router_vs_steady_oracle"] for b in bounds] == pytest.approx([1.0, 290 / 300, 295 / 300])
+    assert [b["router_vs_oracle"] for b in bounds] == pytest.approx([290 / 300, 290 / 300, 295 / 300])
+
+
 def test_realistic_answers_are_scored_against_all_ars_in_the_same_round():
     runs = [_items("all-ar", 1, 0, [(10, False, 0.0, "Paris."), (10, False, 0.0, "A long tale")]),
             _items("all-block", 1, 0, [(5, False, 0.0, "Paris."), (5, False, 0.0, "A long tail")])]

@@ -267,6 +267,22 @@ def test_adaptive_verified_equals_ar_on_the_shipped_model(shipped):
             assert all(r.stats.accepted >= 0.7 * r.stats.output_tokens for r in (alone[0], alone[2]))
 
 
+def test_an_answer_expected_long_drafts_a_longer_first_canvas_and_still_equals_ar(shipped):
+    # The suite's plans run 40-55 tokens: with the router's expected length (p90 60) the first draft
+    # holds the whole plan, one round where a 32-token first draft needs two; AR's tokens either way.
+    from engines.training.tasks import generate_suite
+
+    plan = generate_suite(1, split="test", seed=0, families=("plan",))[0].messages
+    ar = shipped.generate(GenerationRequest(messages=plan, mode="ar", max_new_tokens=256))
+    unknown = shipped.generate(GenerationRequest(messages=plan, mode="verified", max_new_tokens=256))
+    expected_long = shipped.generate(GenerationRequest(messages=plan, mode="verified", max_new_tokens=256, expected_tokens=60))
+    expected_short = shipped.generate(GenerationRequest(messages=plan, mode="verified", max_new_tokens=256, expected_tokens=30))
+    assert unknown.token_ids == expected_long.token_ids == expected_short.token_ids == ar.token_ids
+    assert len(ar.token_ids) > 32
+    assert len(unknown.stats.steps_per_canvas) == len(expected_short.stats.steps_per_canvas) >= 2
+    assert len(expected_long.stats.steps_per_canvas) == 1 and expected_long.stats.accepted >= len(ar.token_ids) - 1
+
+
 def test_answers_ar_is_unsure_of_from_the_start_are_written_without_drafts(shipped):
     # The shipped model's AR choice for the first token of these answers is unsure (2-3 nats): a
     # draft would rarely match it, and for a one-to-four-token answer it would cost more than the
