@@ -11,7 +11,9 @@ to all-AR and all-block, and the **oracle**: per request, the fastest single mod
 score as AR does on it, measured in the same round; its throughput (the better single mode's,
 scaled by that mode's total time over the oracle's) is the router's upper bound, and the router is reported as a share of it, of
 the better single mode, and per request against that request's best single mode (per round, and
-as medians over the rounds). Writes JSON and
+as medians over the rounds). Beside them, the *steady* oracle (each request keeps one mode over
+the rounds, the one with the lowest median time: a round's fastest also picks whichever mode a
+slow spell spared) and the better single mode at AR's quality (within 1 point). Writes JSON and
 a PNG. Without `--url` it starts the app in-process on a free port (the shipped checkpoint,
 default policy) and stops it afterwards.
 """
