@@ -65,17 +65,6 @@ def workloads(n: int, realistic: Path) -> list[Prompt]:
     return suite + [Prompt("realistic", r["kind"], r["id"], r["messages"]) for r in real]
 
 
-def router_lengths(prompts: list[Prompt], max_tokens: int) -> None:
-    """Set each prompt's expected length to the shipped router's p90 prediction, capped by
-    `max_tokens`: what the Gateway sends with a served request (verified sizes its first draft by it)."""
-    from router.classifier import load_model  # the serving path's router: this tool measures what is served
-    from router.features import extract_features
-
-    model = load_model()
-    for p in prompts:
-        p.expected = min(model.predict(extract_features(p.messages, max_tokens, None, None, None)).predicted_tokens, max_tokens)
-
-
 def draft_step_ms(engine, canvas: int, batch: int, steps: int = 6, repeats: int = 3) -> float:
     """Milliseconds per greedy draft step (no early stop) on `canvas` tokens after a 128-token context."""
     model = engine.model
@@ -196,8 +185,12 @@ def main(args) -> int:
         profile = write_draft_costs(engine)
         engine.draft_costs.profile = profile
     prompts = workloads(args.n, Path(args.prompts or REALISTIC))
-    if not args.no_router_lengths:
-        router_lengths(prompts, args.max_tokens)
+    # The router's p90 length per prompt, as the Gateway sends it (verified sizes its first draft by
+    # it); the `tandem` CLI supplies it from the router's floor (`router.tools.cli.predicted_length`).
+    expected_length = getattr(args, "expected_length", None)
+    if expected_length is not None and not args.no_router_lengths:
+        for p in prompts:
+            p.expected = min(expected_length(p.messages, args.max_tokens), args.max_tokens)
     measure(engine, prompts[:2], 1, 1, 16)  # warm-up
     rows = []
     for batch in args.batch:

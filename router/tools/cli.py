@@ -5,6 +5,7 @@ command, so `tandem --help` is instant."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 
@@ -24,10 +25,26 @@ def build_parser() -> argparse.ArgumentParser:
     bench_chaos.register(bench_commands)
     bench_structured.register(bench_commands)
     eval_commands = engines_cli.register(commands, bench_commands)
+    bench_commands.choices["verified"].set_defaults(expected_length=predicted_length)  # as served: the router's length
     eval_structured.register(eval_commands)
     policies_cli.register(commands, bench_commands)
     router_commands.register(commands, bench_commands)
     return parser
+
+
+def predicted_length(messages: list[dict], max_tokens: int) -> int:
+    """The shipped router's p90 answer length for a chat: what the Gateway passes to the engines as
+    `expected_tokens` (`tandem bench verified` sends it with each prompt, as served)."""
+    from router.features import extract_features
+
+    return _shipped_router().predict(extract_features(messages, max_tokens, None, None, None)).predicted_tokens
+
+
+@functools.cache
+def _shipped_router():
+    from router.classifier import load_model
+
+    return load_model()
 
 
 def main(argv: list[str] | None = None) -> int:

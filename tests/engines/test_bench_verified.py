@@ -21,3 +21,17 @@ def test_an_output_in_a_missing_directory_is_refused_at_once(tmp_path, flag):
     with pytest.raises(SystemExit) as refused:
         tandem(["bench", "verified", flag, str(tmp_path / "missing" / "out")])
     assert f"{flag} " in str(refused.value) and "no such directory" in str(refused.value)
+
+
+def test_prompts_carry_the_routers_expected_length_as_served():
+    # The Gateway passes each decision's p90 length as expected_tokens; the benchmark sends the same
+    # (verified drafts 64 tokens first past 48): a plan is expected long, a label short.
+    from engines.training.tasks import generate_suite
+    from engines.drafting import LONG_ANSWER
+    from router.tools.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "verified"])
+    plan = generate_suite(1, split="test", seed=0, families=("plan",))[0].messages
+    label = [{"role": "user", "content": "Label the sentiment (positive/negative): I love this phone."}]
+    assert args.expected_length(plan, 256) > LONG_ANSWER >= args.expected_length(label, 256) >= 1
+    assert build_parser().parse_args(["bench", "verified", "--no-router-lengths"]).no_router_lengths
