@@ -4,12 +4,13 @@ A round, for context x_1..x_n whose last encoder pass predicted `next` for posit
 1. draft a canvas d_1..d_C in block mode (greedy: each position's most likely token);
 2. commit pass: the encoder over the draft yields the AR choice a_i after every d_i;
 3. accept the longest prefix with d_1 == next and d_i == a_{i-1}; append the AR token at
-   the first mismatch (or a_C as a bonus when all match); drop the rest of the draft;
-4. encode that one AR token, which predicts `next` for the following round.
+   the first mismatch (or a_C as a bonus when all match);
+4. encode that AR token with the rest of the draft past it, keeping the rest's prefix that AR's
+   choices agree with (`check_rests`); the pass predicts `next` for the following round.
 Every output token is the AR choice given the tokens before it, so under greedy decoding the
 output equals AR mode token for token; with sampling it is distributed exactly as AR sampling.
 A row with a grammar takes its AR choices under the grammar's mask, walking the draft position by
-position with the matcher (`constrained_choices`), so it equals constrained AR mode the same way.
+position with the matcher (`engines.choices`), so it equals constrained AR mode the same way.
 The accepted draft tokens' KV from the commit pass is kept; rejected slots are cropped (or,
 where rows accepted different counts, masked).
 
@@ -32,11 +33,13 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from engines.ar import choose, decode_ar, next_tokens
+from engines.ar import decode_ar, next_tokens
+from engines.choices import ar_choices
 from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, context_length, copy_rows, denoise_canvas
 from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
 from engines.logits import token_entropy
+from engines.sampling import GREEDY_BELOW
 from engines.rows import Admit, Row, retire
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
@@ -63,44 +66,6 @@ def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> 
     """The drafter: block mode's denoiser, greedy, dropping drafts that start unsure.
     Returns (draft (B, C), steps (B,), abandoned (B,))."""
     return denoise_canvas(batch, [r.draft.noise for r in rows], params, greedy=True, abandon_above=ABANDON_ENTROPY)
-
-
-def ar_choices(live: list[Row], draft: torch.Tensor, logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
-    """The AR choice after each draft token (B, C), from commit logits (B, C, V) and each row's
-    choice for the draft's first position (B,). Rows without a
-    grammar choose at every position at once; a constrained row's choice at position i depends on
-    the grammar state after d_1..d_i, so it walks the draft only as far as it agrees."""
-    free = [j for j, r in enumerate(live) if r.constraint is None]
-    out = torch.full(draft.shape, -1, dtype=torch.long, device=draft.device)  # -1 never equals a draft token
-    if free:
-        out[free] = next_tokens([live[j] for j in free], logits[free])
-    for j, row in enumerate(live):
-        if row.constraint is not None:
-            choices = constrained_choices(row, draft[j].tolist(), logits[j], int(predicted[j]))
-            out[j, : len(choices)] = torch.tensor(choices, dtype=torch.long, device=draft.device)
-    return out
-
-
-def constrained_choices(row: Row, draft: list[int], logits: torch.Tensor, first: int) -> list[int]:
-    """AR choices after draft tokens d_1..d_k for the longest agreeing prefix, under the row's
-    grammar; position 1's choice (`first`) was taken the round before, under the same state.
-    The matcher looks ahead over the agreeing draft tokens and rolls back: `Row.extend` advances
-    it for real when the tokens are committed."""
-    constraint, choices, ahead = row.constraint, [], 0
-    expected = first  # the AR choice the draft token at i must equal
-    for i, token in enumerate(draft):
-        if token != expected:
-            break
-        if token in row.stop_ids or not constraint.consume(token):
-            break
-        ahead += 1
-        if constraint.done:  # complete after d_i: the answer ends there
-            choices.append(min(row.stop_ids))
-            break
-        expected = int(choose(row, logits[i : i + 1], ahead=ahead)[0])
-        choices.append(expected)
-    constraint.rollback(ahead)
-    return choices
 
 
 @dataclass
@@ -157,7 +122,7 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
     agree = (draft == ar[:, :-1]).long().cumprod(-1)  # (B, C) 1 up to the first mismatch
     accepted = agree.sum(-1)  # (B,)
     ended = time.time_ns()
-    committed, spent = [], 0.0
+    committed, rests = [], []
     for j, row in enumerate(live):
         k = int(accepted[j])
         if seeder is None:  # the seeder counted its canvas
@@ -165,11 +130,8 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
             row.stats.steps_per_canvas.append(int(steps[j]))
             row.stats.canvas_times_ns.append((began, ended))
         row.stats.encoder_calls += 1
-        if costs is not None and row.draft is not None:
-            cost = costs.round(draft.shape[1], int(steps[j]), len(live))
-            row.draft.drafted(k, draft.shape[1], cost, draft_end(row, draft[j].tolist(), k))
-            spent = max(spent, cost)
         committed.append(draft[j, :k].tolist() + [int(ar[j, k])])
+        rests.append(draft_rest(row, draft[j].tolist(), k))
     before = [len(row.output) for row in live]
     keep = retire(live, committed)
     for j, row in enumerate(live):  # count what the row used: a draft past the answer's end is not
@@ -182,17 +144,63 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
     batch.keep_slots(start + longest)
     batch.invalidate(torch.arange(longest, device=device)[None] < accepted[:, None], start)
     rows.live = [live[j] for j in keep]
+    tails = torch.zeros(len(live), dtype=torch.long, device=device)
     if keep:
         keep_t = torch.tensor(keep, device=device)
         batch.select(keep_t)
-        correction = ar[keep_t, accepted[keep_t]]  # (B,)
-        logits = batch.encode(correction[:, None], logits="last")
-        for row in rows.live:
-            row.stats.encoder_calls += 1
-        rows.predicted = predict(rows.live, logits)
+        tails[keep_t] = check_rests(rows, ar[keep_t, accepted[keep_t]], [rests[j] for j in keep])
     else:
         rows.predicted = rows.predicted[:0]
+    spent = 0.0
+    for j, row in enumerate(live):
+        if costs is not None and row.draft is not None:
+            k = int(accepted[j] + tails[j])  # the draft's tokens the round wrote, its rest's included
+            cost = costs.round(draft.shape[1], int(steps[j]), len(live))
+            row.draft.drafted(k, draft.shape[1], cost, draft_end(row, draft[j].tolist(), k))
+            spent = max(spent, cost)
     return spent
+
+
+def draft_rest(row: Row, draft: list[int], accepted: int) -> list[int] | None:
+    """The draft past its first mismatch, up to its stop token: after one token stood in for another
+    the rest is often AR's answer still. None where choices take a pass per token (a grammar) or sample."""
+    if row.constraint is not None or row.request.temperature >= GREEDY_BELOW:
+        return None
+    end = next((i for i, token in enumerate(draft) if token in row.stop_ids), len(draft) - 1)
+    return draft[accepted + 1 : end + 1]
+
+
+def check_rests(rows: Rows, corrections: torch.Tensor, rests: list[list[int] | None]) -> torch.Tensor:
+    """Encode each row's AR token from the round (`corrections`, (B,)) with the rest of its draft and
+    commit the rest's prefix AR agrees with: the pass that encodes the AR token anyway checks the rest
+    (measured: mostly AR's tokens after a one-token miss on the suite's code, summaries, extractions).
+    Sets `rows.predicted`; returns the rest's tokens each row committed (B,)."""
+    batch, live, device = rows.batch, rows.live, rows.batch.mask.device
+    width = max((len(r) for r in rests if r), default=0) if all(r is not None for r in rests) else 0
+    tokens = torch.zeros(len(live), 1 + width, dtype=torch.long, device=device)
+    valid = torch.zeros_like(tokens, dtype=torch.bool)
+    tokens[:, 0], valid[:, 0] = corrections, True
+    for j, rest in enumerate(rests if width else []):
+        tokens[j, 1 : 1 + len(rest)], valid[j, 1 : 1 + len(rest)] = torch.tensor(rest, dtype=torch.long, device=device), True
+    start = batch.slots
+    logits = batch.encode(tokens, valid, logits="all")  # (B, 1 + W, V): AR's choice after each token
+    agreed = ((tokens[:, 1:] == logits[:, :-1].argmax(-1)) & valid[:, 1:]).long().cumprod(-1).sum(-1)  # (B,); greedy rows only
+    batch.keep_slots(start + 1 + int(agreed.max()))
+    batch.invalidate(torch.arange(1 + int(agreed.max()), device=device)[None] <= agreed[:, None], start)
+    last = logits[torch.arange(len(live), device=device), agreed]  # (B, V): after each row's last committed token
+    before = [len(row.output) for row in live]
+    keep = retire(live, [tokens[j, 1 : 1 + int(agreed[j])].tolist() for j in range(len(live))])
+    for j, row in enumerate(live):
+        row.stats.encoder_calls += 1
+        row.stats.accepted += len(row.output) - before[j]
+    rows.live = [live[j] for j in keep]
+    if keep:
+        keep_t = torch.tensor(keep, device=device)
+        batch.select(keep_t)
+        rows.predicted = predict(rows.live, last[keep_t])
+    else:
+        rows.predicted = rows.predicted[:0]
+    return agreed
 
 
 def answer_span(live: list[Row], draft: torch.Tensor) -> int:

@@ -76,6 +76,20 @@ def test_accepted_prefixes_keep_output_equal_to_ar(engine, monkeypatch, corrupt_
         assert result.stats.encoder_calls < ar.stats.encoder_calls
 
 
+def test_a_draft_wrong_at_one_token_is_kept_past_it_in_the_same_round(engine, monkeypatch):
+    # The draft is AR's answer with positions 5 and 11 wrong: the commit pass accepts 0-4 and writes
+    # AR's token 5; the pass that encodes it checks the rest and keeps 6-10 (AR's tokens). One
+    # round writes all 11 tokens, one of them by AR; without the rest, AR steps would write 6-10.
+    monkeypatch.setattr(engines.verified, "draft_canvas", oracle_drafter(engine, corrupt_every=6))
+    monkeypatch.setattr(engine, "draft_costs", CheapDrafts())
+    request = chat(PROMPTS[1], mode="verified", max_new_tokens=11, stop_token_ids=[], canvas=16)
+    result = engine.generate(request)
+    ar = engine.generate(GenerationRequest(messages=request.messages, mode="ar", max_new_tokens=11, stop_token_ids=[]))
+    assert result.token_ids == ar.token_ids
+    assert len(result.stats.steps_per_canvas) == 1 and result.stats.accepted == 10 and result.stats.ar_tokens == 1
+    assert result.stats.encoder_calls == 3 < ar.stats.encoder_calls  # the prefill, the commit pass, the rest's pass
+
+
 def test_rejected_draft_slots_are_cropped_from_the_cache(engine, monkeypatch):
     # Rejected draft tokens must leave the KV cache, or a long answer would fill it (and a
     # sliding-window layer) with canvases of garbage: the cache holds prompt + output only.
