@@ -43,6 +43,7 @@ from engines.sampling import GREEDY_BELOW
 from engines.rows import Admit, Row, retire
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
+REST_CHECKED = 16  # draft tokens past a mismatch checked in the AR token's pass: a wider pass costs more where the rest misses
 # After a draft round, while other rows of the batch write by AR steps, every row takes this many
 # times the round's cost in AR steps together: a draft round stops the rows that do not draft,
 # so they get at least STEP_SHARE / (STEP_SHARE + 1) of the machine, and a row in a batch with
@@ -167,14 +168,13 @@ def draft_rest(row: Row, draft: list[int], accepted: int) -> list[int] | None:
     if row.constraint is not None or row.request.temperature >= GREEDY_BELOW:
         return None
     end = next((i for i, token in enumerate(draft) if token in row.stop_ids), len(draft) - 1)
-    return draft[accepted + 1 : end + 1]
+    return draft[accepted + 1 : min(end + 1, accepted + 1 + REST_CHECKED)]
 
 
 def check_rests(rows: Rows, corrections: torch.Tensor, rests: list[list[int] | None]) -> torch.Tensor:
     """Encode each row's AR token from the round (`corrections`, (B,)) with the rest of its draft and
-    commit the rest's prefix AR agrees with: the pass that encodes the AR token anyway checks the rest
-    (measured: mostly AR's tokens after a one-token miss on the suite's code, summaries, extractions).
-    Sets `rows.predicted`; returns the rest's tokens each row committed (B,)."""
+    commit the rest's prefix AR agrees with, in the pass that encodes the AR token anyway. Sets
+    `rows.predicted`; returns the rest's tokens each row committed (B,)."""
     batch, live, device = rows.batch, rows.live, rows.batch.mask.device
     width = max((len(r) for r in rests if r), default=0) if all(r is not None for r in rests) else 0
     tokens = torch.zeros(len(live), 1 + width, dtype=torch.long, device=device)
