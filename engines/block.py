@@ -79,9 +79,12 @@ def denoise_canvas(
         logits = batch.denoise(current, self_conditioning, inputs)  # (B, C, V)
         if abandon_above is not None and remaining == params.steps:
             abandoned = head_entropy(logits) > abandon_above
+        if greedy and remaining == 1:  # a greedy draft's last step: only its argmax is used (skips ~1/4 of the step on a CPU)
+            argmax = torch.where(done[:, None], argmax, logits.argmax(-1))
+            break
         logits.div_(schedule_temperature(params.t_min, params.t_max, params.steps, remaining))
-        sampled = sampler.sample(logits)  # (B, C)
         new_argmax = logits.argmax(-1)  # (B, C)
+        sampled = new_argmax if greedy else sampler.sample(logits)  # (B, C); greedy: the most likely token is the draw
         entropy = token_entropy(logits)  # (B, C)
         accepted = sampler.accept_by_entropy(current, sampled, entropy)
         new_current = sampler.renoise_canvas(accepted, remaining)
