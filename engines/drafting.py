@@ -22,7 +22,7 @@ AR's time). A draft that ended soon after what a round wrote leaves the tail to 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -112,6 +112,13 @@ class DraftControl:
         time, so its speed is reproducible (its tokens are AR's anyway)."""
         return cls(canvas=min(params.canvas, first_canvas(expected)), largest=largest, noise=make_generator(0 if seed is None else seed),
                    sure_below=sure_below)
+
+    @classmethod
+    def for_request(cls, request, params: BlockParams, largest: int, sure_below: float = SURE_ENTROPY) -> "DraftControl":
+        """`start` for an `engines.types.GenerationRequest`: its first draft at most its own canvas
+        setting (verified requests of several canvases batch together under the model's), its seed,
+        its expected length."""
+        return cls.start(replace(params, canvas=request.canvas or params.canvas), largest, request.seed, sure_below, request.expected_tokens)
 
     def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int, grant: bool = True) -> tuple[int, int]:
         """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the

@@ -21,6 +21,7 @@ import asyncio
 import threading
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 from engines.ar import decode_ar
@@ -191,6 +192,11 @@ class DiffusionEngine:
                 f"{self.context_length} tokens; shorten the prompt or lower max_tokens",
                 param="messages" if req.messages is not None else "prompt",
             )
+        if req.mode == "verified" and not params.seeded:
+            # A verified row caps its drafts at its own canvas (its DraftControl), so verified requests
+            # that differ only in it batch together: keyed apart, 8 concurrent requests of three
+            # predicted lengths decoded as three batches taking turns.
+            params = replace(params, canvas=self.config.canvas_length)
         return ids, params
 
     def row(self, req: GenerationRequest, ids: list[int], on_text=None, on_done=None) -> Row:

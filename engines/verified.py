@@ -309,7 +309,7 @@ def decode_verified(
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
     if seeder is None:
         for row in rows:
-            row.draft = DraftControl.start(params, largest, row.request.seed, sure_below, row.request.expected_tokens)
+            row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
     drafting = Rows(batch, list(rows), predict(rows, logits))
     if seeder is not None:
         # Seeded drafts cover the answer from its start, so they serve one round; a plain canvas
@@ -344,7 +344,7 @@ def decode_verified(
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
             for row in joining:
-                row.draft = DraftControl.start(params, largest, row.request.seed, sure_below, row.request.expected_tokens)
+                row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
             drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits)))
         if not drafting.live and not stepping.live:
             return

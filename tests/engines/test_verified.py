@@ -76,6 +76,23 @@ def test_accepted_prefixes_keep_output_equal_to_ar(engine, monkeypatch, corrupt_
         assert result.stats.encoder_calls < ar.stats.encoder_calls
 
 
+def test_verified_requests_of_different_canvases_decode_as_one_batch_and_equal_ar(engine, monkeypatch):
+    # The router sizes a request's canvas by its predicted length; verified caps only the row's
+    # drafts by it, so requests of three sizes batch together (keyed apart they took turns).
+    monkeypatch.setattr(engines.verified, "draft_canvas", oracle_drafter(engine, corrupt_every=7))
+    monkeypatch.setattr(engine, "draft_costs", CheapDrafts())
+    runs = []
+    run = engine.run
+    monkeypatch.setattr(engine, "run", lambda rows, *a, **k: (runs.append(len(rows)), run(rows, *a, **k))[1])
+    requests = [chat(p, mode="verified", max_new_tokens=30, stop_token_ids=[], canvas=c) for p, c in zip(PROMPTS[:3], (8, 16, None))]
+    results = engine.generate_batch(requests)
+    assert runs == [3]
+    for request, result in zip(requests, results):
+        ar = engine.generate(GenerationRequest(messages=request.messages, mode="ar", max_new_tokens=30, stop_token_ids=[]))
+        assert result.token_ids == ar.token_ids
+        assert result.stats.accepted > 0
+
+
 def test_a_draft_wrong_at_one_token_is_kept_past_it_in_the_same_round(engine, monkeypatch):
     # The draft is AR's answer with positions 5 and 11 wrong: the commit pass accepts 0-4 and writes
     # AR's token 5; the pass that encodes it checks the rest and keeps 6-10 (AR's tokens). One

@@ -22,8 +22,8 @@ def test_shipped_default_policy_is_valid_and_matches_the_schema_defaults():
     assert set(p.task_modes) == set(TASKS)
     # measured on the shipped checkpoint: block only where its answers match AR's (and by cost)
     assert p.load_aware.equal_quality_tasks == ["classify", "reason", "write"]  # code's block answers lost exact matches in bench serve
-    assert {t for t, m in p.task_modes.items() if m == "block"} == {"rewrite", "short_qa", "reason", "write"}
-    assert {t for t, m in p.task_modes.items() if m == "ar"} == {"classify"}  # a label: AR is sooner
+    assert {t for t, m in p.task_modes.items() if m == "block"} == {"rewrite", "short_qa"}
+    assert {t for t, m in p.task_modes.items() if m == "ar"} == {"classify", "reason", "write"}  # block by cost when it is sooner
     assert {t for t, m in p.task_modes.items() if m == "verified"} == {"code", "extract", "summarize", "plan"}
     assert p.load_aware.enabled is True and p.load_aware.cost_aware is True
     assert p.forcing.model_aliases["tandem"] == "auto"

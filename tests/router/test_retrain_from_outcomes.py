@@ -97,16 +97,15 @@ def same_as_ar(served: list[Served]) -> float:
 def at_the_schema_floor():
     """The shipped policy at the schema's agreement_floor (0.5): the shipped 0.3 is set for the
     shipped head (docs/router.md); a head learned from a few dozen logged labels is read at 0.5.
-    Labels and code go to block and reasoning and writing to AR, as in the shipped policy before
-    2026-12-03 (it now sends labels to AR, code to verified and reasoning and writing to block,
-    sooner on a CPU): the log needs block answers to learn from, on the tasks whose outcomes this
-    scenario was measured with."""
+    Labels and code go to block, as in the shipped policy before 2026-12-03 (it now sends labels to
+    AR and code to verified, sooner on a CPU): the log needs block answers to learn from, on the
+    tasks whose outcomes this scenario was measured with."""
     from policies.schema import Policy
     from policies.stores import default_policy
 
     shipped = default_policy()
     return shipped.model_copy(update={"agreement_floor": Policy().agreement_floor,
-                                      "task_modes": {**shipped.task_modes, "classify": "block", "code": "block", "reason": "ar", "write": "ar"}})
+                                      "task_modes": {**shipped.task_modes, "classify": "block", "code": "block"}})
 
 
 def without_agreement_head(model: RouterModel) -> RouterModel:
