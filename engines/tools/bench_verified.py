@@ -3,8 +3,8 @@
 Two workloads: the task suite's summarize, plan and code items (test split: what the model was
 trained to draft) and the hand-written realistic prompts of `tests/data/realistic_prompts.jsonl`
 (short structured jobs, free text, long writing; no template wrote them). At batch 1 every prompt
-runs in AR and in verified mode alternately (every other time verified first), `--repeat` times, and each takes its median; at
-batch 8 the workload's prompts run in chunks of 8 the same way. The table gives verified's time
+runs in AR and in verified mode alternately (every other time verified first), `--repeat` times,
+and each takes its median; at batch 8 the workload's prompts run in chunks of 8 the same way. The table gives verified's time
 over AR's per prompt, whether the tokens are identical (they must be, under greedy decoding) and
 where verified's tokens came from (accepted drafts or AR steps); the summary gives, per workload,
 the worst ratio and the total-time speedup.
