@@ -201,8 +201,16 @@ class Router:
             raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt, agrees=block_agrees)
             return None if raw is None else view[ENGINE_OF_MODE[m]].priced(m, task, raw)
 
+        def known(m: str) -> bool:
+            """The profile prices an idle engine well, a busy one only roughly (two engines share the
+            cores, canvases and drafts take turns): under load a mode is a way out only once that
+            engine has answered requests of it in its present load (the first burst at concurrency
+            8 moved reasoning to block by estimates 2x too kind: 4 s each where AR took ~2 s)."""
+            e = view.get(ENGINE_OF_MODE[m])
+            return e is None or e.idle or m in e.seen
+
         here = estimate(mode)
-        options = [(there, m) for m in sorted(same - {mode}) if (there := estimate(m)) is not None and there > 0]
+        options = [(there, m) for m in sorted(same - {mode}) if known(m) and (there := estimate(m)) is not None and there > 0]
         if here is None or not options:
             return None
         there, alt = min(options)

@@ -58,6 +58,11 @@ class EngineView:
     # verified by it (engines.cost.decode_ms)
     draft_share: dict[DraftKey, float] = field(default_factory=dict)
     overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
+    # Whether its present `LoadState` is IDLE (the load the cost profile was measured at), and the
+    # modes it has answered requests of in its present state: under load a move to another mode
+    # waits for evidence of what that mode costs there (`Router._faster_at_equal_quality`).
+    idle: bool = True
+    seen: frozenset[str] = frozenset()
 
     def factor(self, mode: str, task: str | None) -> float:
         """How much longer than the cost profile's estimate a `mode` request of `task` takes in the engine."""
@@ -131,6 +136,7 @@ class RoutingView:
         self.draft_share: dict[DraftKey, DraftShare] = defaultdict(DraftShare)  # verified's drafts' share of its tokens
         # (engine, load) -> a request's time outside the engine's own (dispatch to answer, less what the engine reports)
         self.overhead: dict[tuple[Engine, LoadState], Overhead] = defaultdict(Overhead)
+        self.answered: dict[tuple[str, LoadState], int] = defaultdict(int)  # (mode, load at dispatch) -> requests answered
         self._poller: asyncio.Task | None = None
         self._first_poll: asyncio.Event | None = None
 
@@ -210,7 +216,9 @@ class RoutingView:
                                    by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
                                             if ENGINE_OF_MODE[m] == name and at == state and c.count >= TASK_EVIDENCE},
                                    prefix_reuse=prefix_reuse(load.stats),
-                                   draft_share={k: d.share for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {})
+                                   draft_share={k: d.share for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {},
+                                   idle=state == IDLE,
+                                   seen=frozenset(m for (m, at), n in self.answered.items() if ENGINE_OF_MODE[m] == name and at == state and n))
         return out
 
     def _occupied(self, name: Engine) -> int:
@@ -258,6 +266,7 @@ class RoutingView:
                 self.overhead[(ticket.engine, ticket.load)].observe(observed - engine_ms)
                 observed = engine_ms
             self.calibration[(ticket.engine, ticket.load)].observe(observed, estimate)
+            self.answered[(ticket.mode, ticket.load)] += 1
             if ticket.task and as_priced:  # at the predicted length (see Ticket.reestimate)
                 self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, as_priced)
         if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:

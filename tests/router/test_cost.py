@@ -13,9 +13,9 @@ import pytest
 from engines.cost import CostProfile
 from policies.schema import DEFAULT_TASK_MODES
 from router import Router
-from engines.types import EngineLoad
+from engines.types import EngineLoad, GenerationRequest
 from router.live_costs import DraftKey
-from router.routing_view import EngineView
+from router.routing_view import EngineView, RoutingView
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
 # A CPU-like profile: a canvas step costs ~4 AR steps at batch 1, ~10 at batch 8.
@@ -81,6 +81,32 @@ def test_a_busy_ar_engine_sends_ar_work_to_verified(router, model):
     r.cost = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 6.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9)
     d = r.decide(req(ESSAY), view={"block": IDLE, "ar": BUSY})
     assert (d.mode, d.rule) == ("verified", "load")
+
+
+def test_under_load_a_mode_is_a_way_out_only_once_its_engine_has_answered_it_there(model):
+    # The profile prices an idle engine; a busy one only roughly. The first burst at concurrency 8
+    # moved reasoning to block on estimates 2x too kind (4 s each, AR ~2 s): under load a move to a
+    # mode waits until that engine has answered requests of it in its present load.
+    r = Router(model=model, store=policy(load_aware={"enabled": True}))  # write -> ar by default
+    r.cost = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 6.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9)
+    busy_block = replace(IDLE, running=2, idle=False)
+    assert r.decide(req(ESSAY), view={"block": busy_block, "ar": BUSY}).mode == "ar"  # verified unknown there: stays
+    assert r.decide(req(ESSAY), view={"block": replace(busy_block, seen=frozenset({"block"})), "ar": BUSY}).mode == "ar"
+    moved = r.decide(req(ESSAY), view={"block": replace(busy_block, seen=frozenset({"verified"})), "ar": BUSY})
+    assert (moved.mode, moved.rule) == ("verified", "load")
+
+
+def test_the_view_says_which_modes_an_engine_has_answered_in_its_present_load():
+    rv = RoutingView({"block": None, "ar": None})
+    rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
+    assert rv.view()["block"].idle and rv.view()["block"].seen == frozenset()
+    ar_busy = rv.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=100.0, service_ms=None)
+    sent = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=100.0, service_ms=None)
+    rv.returned(sent, ok=True)  # answered while the AR engine was busy
+    view = rv.view()["block"]
+    assert not view.idle and view.seen == frozenset({"verified"})
+    rv.returned(ar_busy, ok=True)
+    assert rv.view()["block"].idle and rv.view()["block"].seen == frozenset()  # nothing answered while idle
 
 
 def test_stays_put_without_enough_gain_or_when_switched_off(router):
