@@ -282,4 +282,5 @@ class RoutingView:
                 "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
                 "draft_share_by_task": {k.label: round(d.share, 3) for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
+                "answered_by_load": {f"{m} ({state.label})": n for (m, state), n in self.answered.items()},
                 "health": self.health.snapshot()}

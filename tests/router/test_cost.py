@@ -105,6 +105,7 @@ def test_the_view_says_which_modes_an_engine_has_answered_in_its_present_load():
     rv.returned(sent, ok=True)  # answered while the AR engine was busy
     view = rv.view()["block"]
     assert not view.idle and view.seen == frozenset({"verified"})
+    assert rv.snapshot()["answered_by_load"] == {"verified (others busy)": 1}  # what operators see
     rv.returned(ar_busy, ok=True)
     assert rv.view()["block"].idle and rv.view()["block"].seen == frozenset()  # nothing answered while idle
 
