@@ -1,7 +1,9 @@
-"""AR mode: the encoder alone, one token per call, with the KV cache and the tied `lm_head`.
+"""AR mode: the encoder alone, one chosen token per call, with the KV cache and the tied `lm_head`.
 
 Finished rows leave the batch at once (`SequenceBatch.select`), and new requests join between
-steps (`admit`), so a long request does not make short ones wait.
+steps (`admit`), so a long request does not make short ones wait. With `lookup`, a greedy row's
+step also checks a guess of the tokens after its chosen one, copied from earlier in its sequence,
+and keeps what AR agrees with (`engines.lookup`): the same tokens, fewer calls where answers repeat.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import torch
 
 from engines.batch import prefill
+from engines.block import context_length
+from engines.lookup import ar_pass
 from engines.rows import Admit, Row, retire
 from engines.sampling import choose_tokens
 
@@ -30,27 +34,34 @@ def choose(row: Row, logits: torch.Tensor, ahead: int = 0) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def decode_ar(model, rows: list[Row], pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> None:
-    """Decode `rows` (and whatever `admit` hands over between steps, up to `max_batch` rows)."""
+def decode_ar(model, rows: list[Row], pad_id: int, admit: Admit | None = None, max_batch: int = 0, lookup: bool = True) -> None:
+    """Decode `rows` (and whatever `admit` hands over between steps, up to `max_batch` rows);
+    `lookup`: greedy rows check prompt-lookup guesses in their steps (`engines.lookup`)."""
     batch, logits = prefill(model, rows, pad_id, logits="last")  # logits (B, V)
-    live = list(rows)
+    live, context = list(rows), context_length(model)
     while True:
         tokens = next_tokens(live, logits[:, None])[:, 0]  # (B,)
         keep = retire(live, [[int(t)] for t in tokens])
-        joining = admit(max_batch - len(keep)) if admit else []
         if keep:
             keep_t = torch.tensor(keep, device=model.device)
             batch.select(keep_t)
             live = [live[j] for j in keep]
-            logits = batch.encode(tokens[keep_t][:, None], logits="last")
-            for r in live:
-                r.stats.encoder_calls += 1
+            if lookup:
+                logits, stay, _ = ar_pass(batch, live, tokens[keep_t], context)
+                live = [live[j] for j in stay]
+            else:
+                logits = batch.encode(tokens[keep_t][:, None], logits="last")
+                for r in live:
+                    r.stats.encoder_calls += 1
+        else:
+            live = []
+        joining = admit(max_batch - len(live)) if admit else []
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
-            if keep:
+            if live:
                 batch.merge(new_batch)
                 logits, live = torch.cat([logits, new_logits]), live + joining
             else:
                 batch, logits, live = new_batch, new_logits, list(joining)
-        if not keep and not joining:
+        if not live:
             return

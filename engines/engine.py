@@ -58,6 +58,7 @@ class DiffusionEngine:
         self.draft_costs = DraftCosts(CostProfile.load(self.path))  # verified mode prices its drafts with it
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
         self.sure_entropy: float | None = None  # verified: where a row alone drafts (None: engines.drafting.SURE_ENTROPY)
+        self.lookup = True  # greedy AR steps (AR mode, verified's) check prompt-lookup guesses (engines.lookup)
         self._lock = threading.Lock()
 
     @classmethod
@@ -226,16 +227,16 @@ class DiffusionEngine:
     def run(self, rows: list[Row], mode: str, params: BlockParams | None, admit=None, max_batch: int = 0) -> None:
         """Decode one compatible group of rows; `admit` lets newcomers join between steps (the scheduler)."""
         if mode == "ar":
-            decode_ar(self.model, rows, self.pad_id, admit, max_batch)
+            decode_ar(self.model, rows, self.pad_id, admit, max_batch, self.lookup)
         elif mode == "block" and params.seeded:
             unfinished = decode_seeded(self.model, rows, params, self.pad_id, self.seeder)
             if unfinished:  # what the canvases could not finish under the grammar, constrained AR does
-                decode_ar(self.model, unfinished, self.pad_id)
+                decode_ar(self.model, unfinished, self.pad_id, lookup=self.lookup)
         elif mode == "block":
             decode_block(self.model, rows, params, self.pad_id, admit, max_batch)
         else:
             decode_verified(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None, self.draft_costs,
-                            self.sure_entropy)
+                            self.sure_entropy, self.lookup)
 
     def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any

@@ -18,6 +18,7 @@ from engines.types import DecodeStats, FinishReason, GenerationRequest, Generati
 
 if TYPE_CHECKING:
     from engines.drafting import DraftControl
+    from engines.lookup import Lookup
     from engines.prefix_cache import PrefixCache
 
 # Text that may still grow into a stop string, or an unfinished multi-byte character, is held back.
@@ -35,6 +36,7 @@ class Row:
     on_done: Callable[["Row"], None] | None = None  # called once, when the row leaves its batch
     constraint: TokenConstraint | None = None  # the request's grammar state, advanced by `extend`
     draft: "DraftControl | None" = None  # verified mode: this row's drafting plan (engines.drafting)
+    lookup: "Lookup | None" = None  # greedy AR steps: this row's prompt-lookup odds (engines.lookup)
     prefix_cache: "PrefixCache | None" = None  # set when the prompt has a conversation head to reuse (engines.prefix_cache)
     prefix_bounds: tuple[int, ...] = ()  # where its prefill is cut: message ends (DiffusionEngine.prefix_bounds)
     cancelled: bool = False  # set from another thread when the client goes away; honoured at the next step

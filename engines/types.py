@@ -71,6 +71,7 @@ class DecodeStats:
     drafted: int = 0  # verified mode: draft tokens put up for verification
     accepted: int = 0  # verified mode: draft tokens that equalled the AR choice (tokens written by drafts)
     ar_tokens: int = 0  # verified mode: tokens written by AR steps (each round's correction, and rows drafting paused)
+    looked_up: int = 0  # AR and verified mode: tokens written by prompt-lookup guesses AR agreed with (engines.lookup)
     seeded_fallback: bool = False  # a skeleton-seeded answer was finished by constrained AR (engines.seeded)
     prefix_tokens_reused: int = 0  # prompt tokens whose KV came from the prefix cache (engines.prefix_cache)
     closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.constraint)
@@ -102,6 +103,7 @@ class DecodeStats:
             "drafted": self.drafted,
             "accepted": self.accepted,
             "ar_tokens": self.ar_tokens,
+            "looked_up": self.looked_up,
             "prefix_tokens_reused": self.prefix_tokens_reused,
             "acceptance_rate": round(self.acceptance_rate, 4),
             "latency_ms": round(self.latency_s * 1000, 2),

@@ -39,6 +39,7 @@ from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, context_length, copy_rows, denoise_canvas
 from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
 from engines.logits import token_entropy
+from engines.lookup import ar_pass
 from engines.sampling import GREEDY_BELOW
 from engines.rows import Admit, Row, retire
 
@@ -76,16 +77,17 @@ class Rows:
     batch: SequenceBatch  # their KV cache: prompt + output so far
     live: list[Row]  # the rows still decoding, in batch order
     predicted: torch.Tensor  # (B,) the AR choice for each row's next position
+    lookup: bool = True  # AR steps check prompt-lookup guesses (engines.lookup)
 
     def take(self, indices: list[int]) -> "Rows":
         """Move the rows at `indices` out into a batch of their own (all of them: this batch's
         cache goes with them, and this one is left empty; an empty `Rows` never uses its batch)."""
         if len(indices) == len(self.live):
-            taken = Rows(self.batch, self.live, self.predicted)
+            taken = Rows(self.batch, self.live, self.predicted, self.lookup)
             self.live, self.predicted = [], self.predicted[:0]
             return taken
         index = torch.tensor(indices, dtype=torch.long, device=self.batch.mask.device)
-        taken = Rows(copy_rows(self.batch, indices), [self.live[j] for j in indices], self.predicted[index])
+        taken = Rows(copy_rows(self.batch, indices), [self.live[j] for j in indices], self.predicted[index], self.lookup)
         stay = [j for j in range(len(self.live)) if j not in set(indices)]
         self.batch.select(torch.tensor(stay, dtype=torch.long, device=self.batch.mask.device))
         self.live, self.predicted = [self.live[j] for j in stay], self.predicted[stay]
@@ -239,7 +241,8 @@ def drop_drafts(rows: Rows, canvas: int, steps: torch.Tensor, costs: DraftCosts,
 
 
 def ar_step(rows: Rows) -> None:
-    """Every live row commits its predicted token (the AR choice) and encodes it: one AR step."""
+    """Every live row commits its predicted token (the AR choice) and encodes it: one AR step, with
+    prompt-lookup guesses where they pay and `rows.lookup` (`engines.lookup`)."""
     before = [len(row.output) for row in rows.live]
     keep = retire(rows.live, [[int(t)] for t in rows.predicted])
     for j, row in enumerate(rows.live):
@@ -252,9 +255,19 @@ def ar_step(rows: Rows) -> None:
         return
     keep_t = torch.tensor(keep, device=rows.batch.mask.device)
     rows.batch.select(keep_t)
-    logits = rows.batch.encode(rows.predicted[keep_t][:, None], logits="last")
-    for row in rows.live:
-        row.stats.encoder_calls += 1
+    if rows.lookup:
+        logits, stay, written = ar_pass(rows.batch, rows.live, rows.predicted[keep_t], context_length(rows.batch.model))
+        for row, n in zip(rows.live, written):
+            for _ in range(n):  # each token written earns its credit toward a draft, as an AR step's does
+                row.draft.stepped()
+        rows.live = [rows.live[j] for j in stay]
+    else:
+        logits = rows.batch.encode(rows.predicted[keep_t][:, None], logits="last")
+        for row in rows.live:
+            row.stats.encoder_calls += 1
+    if not rows.live:
+        rows.predicted = rows.predicted[:0]
+        return
     rows.predicted = predict(rows.live, logits)
 
 
@@ -299,7 +312,7 @@ def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCos
 @torch.inference_mode()
 def decode_verified(
     model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
-    costs: DraftCosts | None = None, sure_entropy: float | None = None,
+    costs: DraftCosts | None = None, sure_entropy: float | None = None, lookup: bool = True,
 ) -> None:
     """Decode `rows` in verified mode; newcomers from `admit` join between rounds. Rows with a
     skeleton (`seeder` given, params.seeded) draft one round as skeleton-seeded answers (the
@@ -310,16 +323,16 @@ def decode_verified(
     if seeder is None:
         for row in rows:
             row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
-    drafting = Rows(batch, list(rows), predict(rows, logits))
+    drafting = Rows(batch, list(rows), predict(rows, logits), lookup)
     if seeder is not None:
         # Seeded drafts cover the answer from its start, so they serve one round; a plain canvas
         # drafted after a mismatch inside a value is mostly rejected under the grammar, so what
         # the seeded draft left, constrained AR finishes (the same tokens, at AR's cost).
         verify_round(drafting, params, seeder)
         if drafting.live:
-            decode_ar(model, drafting.live, pad_id)
+            decode_ar(model, drafting.live, pad_id, lookup=lookup)
         return
-    stepping = Rows(batch, [], drafting.predicted[:0])  # rows writing by AR steps: none yet
+    stepping = Rows(batch, [], drafting.predicted[:0], lookup)  # rows writing by AR steps: none yet
     while True:
         if any(int(t) in r.stop_ids for r, t in zip(drafting.live, drafting.predicted)):
             ar_step(drafting)  # a row's next token ends it: commit it (the others' next too) rather than draft
@@ -345,6 +358,6 @@ def decode_verified(
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
             for row in joining:
                 row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
-            drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits)))
+            drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits), lookup))
         if not drafting.live and not stepping.live:
             return
