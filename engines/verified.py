@@ -39,7 +39,7 @@ from engines.batch import SequenceBatch, prefill
 from engines.block import BlockParams, context_length, copy_rows, denoise_canvas
 from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
 from engines.logits import token_entropy
-from engines.lookup import ar_pass
+from engines.lookup import ar_pass, encode_checked
 from engines.sampling import GREEDY_BELOW
 from engines.rows import Admit, Row, retire
 
@@ -175,34 +175,19 @@ def draft_rest(row: Row, draft: list[int], accepted: int) -> list[int] | None:
 
 def check_rests(rows: Rows, corrections: torch.Tensor, rests: list[list[int] | None]) -> torch.Tensor:
     """Encode each row's AR token from the round (`corrections`, (B,)) with the rest of its draft and
-    commit the rest's prefix AR agrees with, in the pass that encodes the AR token anyway. Sets
+    commit the rest's prefix AR agrees with, in the pass that encodes the AR token anyway
+    (`engines.lookup.encode_checked`; a batch with a row that may not check, None, checks none). Sets
     `rows.predicted`; returns the rest's tokens each row committed (B,)."""
-    batch, live, device = rows.batch, rows.live, rows.batch.mask.device
-    width = max((len(r) for r in rests if r), default=0) if all(r is not None for r in rests) else 0
-    tokens = torch.zeros(len(live), 1 + width, dtype=torch.long, device=device)
-    valid = torch.zeros_like(tokens, dtype=torch.bool)
-    tokens[:, 0], valid[:, 0] = corrections, True
-    for j, rest in enumerate(rests if width else []):
-        tokens[j, 1 : 1 + len(rest)], valid[j, 1 : 1 + len(rest)] = torch.tensor(rest, dtype=torch.long, device=device), True
-    start = batch.slots
-    logits = batch.encode(tokens, valid, logits="all")  # (B, 1 + W, V): AR's choice after each token
-    agreed = ((tokens[:, 1:] == logits[:, :-1].argmax(-1)) & valid[:, 1:]).long().cumprod(-1).sum(-1)  # (B,); greedy rows only
-    batch.keep_slots(start + 1 + int(agreed.max()))
-    batch.invalidate(torch.arange(1 + int(agreed.max()), device=device)[None] <= agreed[:, None], start)
-    last = logits[torch.arange(len(live), device=device), agreed]  # (B, V): after each row's last committed token
+    live = rows.live
+    usable = [r or [] for r in rests] if all(r is not None for r in rests) else [[] for _ in rests]
     before = [len(row.output) for row in live]
-    keep = retire(live, [tokens[j, 1 : 1 + int(agreed[j])].tolist() for j in range(len(live))])
+    last, keep, agreed = encode_checked(rows.batch, live, corrections, usable)
     for j, row in enumerate(live):
         row.stats.encoder_calls += 1
         row.stats.accepted += len(row.output) - before[j]
     rows.live = [live[j] for j in keep]
-    if keep:
-        keep_t = torch.tensor(keep, device=device)
-        batch.select(keep_t)
-        rows.predicted = predict(rows.live, last[keep_t])
-    else:
-        rows.predicted = rows.predicted[:0]
-    return agreed
+    rows.predicted = predict(rows.live, last) if keep else rows.predicted[:0]
+    return torch.tensor(agreed, dtype=torch.long, device=corrections.device)
 
 
 def answer_span(live: list[Row], draft: torch.Tensor) -> int:

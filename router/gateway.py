@@ -212,7 +212,8 @@ class Gateway:
             "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
             "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
             "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
-            "drafted": s.drafted, "accepted_tokens": s.accepted, "degraded": degraded, "closed_early": s.closed_early,
+            "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": degraded,
+            "closed_early": s.closed_early,
         }
 
     def _finish(self, call: Call, gen: GenerationRequest, result: GenerationResult, mode: str, degraded: bool, decision,
@@ -235,7 +236,8 @@ class Gateway:
             self.telemetry.acceptance.record(s.acceptance_rate, {"mode": mode})
         outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
                    "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
-                   "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "degraded": degraded}
+                   "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "looked_up": s.looked_up,
+                   "degraded": degraded}
         shadow = decision.shadow_verify and mode == "block"
         if shadow or self.redis is not None:
             self._spawn(self._after(call.route, decision, gen, result.token_ids, outcome, shadow))

@@ -170,7 +170,7 @@ def engine_span(tracer, span, result) -> None:
     """Attributes of an engine attempt's span, and its canvas (block) or round (verified) children."""
     s = result.stats
     span.set_attributes({"tokens.output": s.output_tokens, "tokens.prompt": s.prompt_tokens, "forwards": s.forwards,
-                         "tokens_per_forward": s.tokens_per_forward, "finish_reason": result.finish_reason})
+                         "tokens_per_forward": s.tokens_per_forward, "tokens.looked_up": s.looked_up, "finish_reason": result.finish_reason})
     # The engine runs in another process; it reports when each canvas (block) or draft-and-verify
     # round (verified) ran, and those become spans with the engine's own timestamps.
     times = s.canvas_times_ns or [(None, None)] * len(s.steps_per_canvas)

@@ -4,9 +4,10 @@ Two workloads: the task suite's summarize, plan and code items (test split: what
 trained to draft) and the hand-written realistic prompts of `tests/data/realistic_prompts.jsonl`
 (short structured jobs, free text, long writing; no template wrote them). At batch 1 every prompt
 runs in AR and in verified mode alternately (every other time verified first), `--repeat` times,
-and each takes its median; at batch 8 the workload's prompts run in chunks of 8 the same way. The table gives verified's time
-over AR's per prompt, whether the tokens are identical (they must be, under greedy decoding) and
-where verified's tokens came from (accepted drafts or AR steps); the summary gives, per workload,
+and each takes its median; at batch 8 the workload's prompts run in chunks of 8 the same way. Beside them runs
+*plain AR*: AR without prompt-lookup guesses (`engines.lookup`), one token per call, what AR mode was
+before them. The table gives verified's time over AR's per prompt, whether the tokens are identical (they must be, under greedy decoding) and
+where verified's tokens came from (accepted drafts, AR steps, prompt-lookup guesses); the summary gives, per workload,
 the worst ratio and the total-time speedup.
 
 `--write-profile` first re-measures the greedy draft step by canvas and batch and AR's step, and
@@ -49,10 +50,12 @@ class Prompt:
 class Timing:
     ar_s: list[float] = field(default_factory=list)
     verified_s: list[float] = field(default_factory=list)
+    plain_s: list[float] = field(default_factory=list)  # AR without prompt lookup
     same: bool = True
     tokens: int = 0
     accepted: int = 0
     ar_tokens: int = 0
+    looked_up: int = 0
     rounds: int = 0
 
 
@@ -113,20 +116,27 @@ def write_draft_costs(engine) -> CostProfile:
     return profile
 
 
-def run_pair(engine, requests: list[GenerationRequest], timing: list[Timing], verified_first: bool = False) -> None:
-    """One AR run and one verified run of `requests` as a batch (verified's first with
-    `verified_first`); the batch's time goes to every prompt in it."""
+ORDERS = (("ar", "verified", "plain"), ("verified", "plain", "ar"), ("plain", "ar", "verified"))
+
+
+def run_pair(engine, requests: list[GenerationRequest], timing: list[Timing], order: tuple[str, ...] = ORDERS[0]) -> None:
+    """One AR, one verified and one plain-AR run of `requests` as a batch, in `order`; the batch's
+    time goes to every prompt in it."""
     as_ar = [GenerationRequest(messages=r.messages, mode="ar", max_new_tokens=r.max_new_tokens) for r in requests]
     runs = {}
-    for mode in (("verified", "ar") if verified_first else ("ar", "verified")):
+    for mode in order:
+        engine.lookup = mode != "plain"
         t0 = time.perf_counter()
-        runs[mode] = (engine.generate_batch(as_ar if mode == "ar" else requests), time.perf_counter() - t0)
-    (ar, ar_s), (verified, verified_s) = runs["ar"], runs["verified"]
-    for t, a, v in zip(timing, ar, verified):
+        runs[mode] = (engine.generate_batch(requests if mode == "verified" else as_ar), time.perf_counter() - t0)
+    engine.lookup = True
+    (ar, ar_s), (verified, verified_s), (plain, plain_s) = runs["ar"], runs["verified"], runs["plain"]
+    for t, a, v, p in zip(timing, ar, verified, plain):
         t.ar_s.append(ar_s)
         t.verified_s.append(verified_s)
-        t.same &= a.token_ids == v.token_ids
+        t.plain_s.append(plain_s)
+        t.same &= a.token_ids == v.token_ids == p.token_ids
         t.tokens, t.accepted, t.ar_tokens, t.rounds = len(v.token_ids), v.stats.accepted, v.stats.ar_tokens, len(v.stats.steps_per_canvas)
+        t.looked_up = v.stats.looked_up
 
 
 def measure(engine, prompts: list[Prompt], batch: int, repeat: int, max_tokens: int) -> list[Timing]:
@@ -135,19 +145,19 @@ def measure(engine, prompts: list[Prompt], batch: int, repeat: int, max_tokens: 
         for start in range(0, len(prompts), batch):
             chunk = prompts[start : start + batch]
             requests = [GenerationRequest(messages=p.messages, mode="verified", max_new_tokens=max_tokens, expected_tokens=p.expected) for p in chunk]
-            # Every other run goes verified first: whichever runs second in a pair (caches warm, or a
-            # slow spell begun) is not always the same mode.
-            run_pair(engine, requests, timing[start : start + batch], verified_first=i % 2 == 1)
+            # The order rotates: whichever runs later (caches warm, or a slow spell begun) is not
+            # always the same mode.
+            run_pair(engine, requests, timing[start : start + batch], ORDERS[i % len(ORDERS)])
     return timing
 
 
 def summarize(prompts: list[Prompt], timing: list[Timing], batch: int) -> list[dict]:
     rows = []
     for p, t in zip(prompts, timing):
-        ar, verified = statistics.median(t.ar_s), statistics.median(t.verified_s)
+        ar, verified, plain = statistics.median(t.ar_s), statistics.median(t.verified_s), statistics.median(t.plain_s)
         rows.append({"workload": p.workload, "kind": p.kind, "name": p.name, "batch": batch, "tokens": t.tokens, "ar_ms": ar * 1000,
-                     "verified_ms": verified * 1000, "ratio": verified / ar, "identical": t.same, "from_drafts": t.accepted,
-                     "from_ar": t.ar_tokens, "rounds": t.rounds})
+                     "verified_ms": verified * 1000, "plain_ar_ms": plain * 1000, "ratio": verified / ar, "identical": t.same,
+                     "from_drafts": t.accepted, "from_ar": t.ar_tokens, "from_lookup": t.looked_up, "rounds": t.rounds})
     return rows
 
 
@@ -168,11 +178,13 @@ def totals(rows: list[dict]) -> list[dict]:
                         seen.setdefault((r["ar_ms"], r["verified_ms"]), r)
                     ar = sum(r["ar_ms"] for r in seen.values())
                     verified = sum(r["verified_ms"] for r in seen.values())
+                    plain = sum(r["plain_ar_ms"] for r in seen.values())
                 else:
                     ar, verified = sum(r["ar_ms"] for r in group), sum(r["verified_ms"] for r in group)
+                    plain = sum(r["plain_ar_ms"] for r in group)
                 worst = max(group, key=lambda r: r["ratio"])
                 out.append({"batch": batch, "workload": workload, "group": label, "prompts": len(group), "ar_ms": ar, "verified_ms": verified,
-                            "speedup": ar / verified, "worst_ratio": worst["ratio"], "worst": worst["name"],
+                            "plain_ar_ms": plain, "lookup_speedup": plain / ar, "speedup": ar / verified, "worst_ratio": worst["ratio"], "worst": worst["name"],
                             "identical": sum(r["identical"] for r in group)})
     return out
 
@@ -200,17 +212,21 @@ def main(args) -> int:
     for batch in args.batch:
         rows += summarize(prompts, measure(engine, prompts, batch, args.repeat, args.max_tokens), batch)
         print(f"  measured batch {batch}", flush=True)
-    print("\n| batch | workload | prompt | kind | tokens | AR ms | verified ms | verified / AR | identical | from drafts | from AR | rounds |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| batch | workload | prompt | kind | tokens | plain AR ms | AR ms | verified ms | verified / AR | identical | from drafts | from AR "
+          "| from lookup | rounds |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r["batch"] == 1:
-            print(f"| {r['batch']} | {r['workload']} | {r['name']} | {r['kind']} | {r['tokens']} | {r['ar_ms']:.0f} | {r['verified_ms']:.0f} "
-                  f"| {r['ratio']:.2f} | {'yes' if r['identical'] else 'NO'} | {r['from_drafts']} | {r['from_ar']} | {r['rounds']} |")
+            print(f"| {r['batch']} | {r['workload']} | {r['name']} | {r['kind']} | {r['tokens']} | {r['plain_ar_ms']:.0f} | {r['ar_ms']:.0f} "
+                  f"| {r['verified_ms']:.0f} | {r['ratio']:.2f} | {'yes' if r['identical'] else 'NO'} | {r['from_drafts']} | {r['from_ar']} "
+                  f"| {r['from_lookup']} | {r['rounds']} |")
     summary = totals(rows)
-    print("\n| batch | workload | group | prompts | AR ms | verified ms | AR / verified | worst verified / AR | worst prompt | identical |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| batch | workload | group | prompts | plain AR ms | AR ms | plain AR / AR | verified ms | AR / verified | worst verified / AR "
+          "| worst prompt | identical |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in summary:
-        print(f"| {s['batch']} | {s['workload']} | {s['group']} | {s['prompts']} | {s['ar_ms']:.0f} | {s['verified_ms']:.0f} | {s['speedup']:.2f}x "
+        print(f"| {s['batch']} | {s['workload']} | {s['group']} | {s['prompts']} | {s['plain_ar_ms']:.0f} | {s['ar_ms']:.0f} | {s['lookup_speedup']:.2f}x "
+              f"| {s['verified_ms']:.0f} | {s['speedup']:.2f}x "
               f"| {s['worst_ratio']:.2f} | {s['worst']} | {s['identical']}/{s['prompts']} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"checkpoint": source, "machine": machine, "max_tokens": args.max_tokens, "repeat": args.repeat,
