@@ -116,7 +116,9 @@ async def soak(url: str, faults: list[Fault], concurrency: int = 8, deadline_s: 
                settle_s: float = 3.0, repair_timeout_s: float = 120.0) -> dict:
     """Traffic for the whole soak; the faults one after another, each once the last is repaired
     and `settle_s` has passed. `deadline_s`: the app's request_timeout_s; a request that takes
-    longer (plus 5 s of slack) hung. Returns {"faults": [row per fault], "total": row}."""
+    longer (plus 5 s of slack) hung. Returns {"faults": [row per fault], "total": row,
+    "fault_free_median_s": the median latency of the requests that ended before the first fault,
+    what a request costs on this machine under this load with nothing broken}."""
     stop = asyncio.Event()
     load = asyncio.create_task(run_until(url, stop, concurrency, mixed_workload(stream_every=5), timeout_s=deadline_s + 60))
     await asyncio.sleep(warmup_s)
@@ -138,9 +140,11 @@ async def soak(url: str, faults: list[Fault], concurrency: int = 8, deadline_s: 
     stop.set()
     outcomes = await load
     ends = [at for _, at, _ in marks[1:]] + [float("inf")]
+    calm = sorted(o.latency_s for o in outcomes if marks and o.finished < marks[0][1])
     rows = [_row(name, [o for o in outcomes if at <= o.finished < end], at, repaired_s, deadline_s)
             for (name, at, repaired_s), end in zip(marks, ends)]
-    return {"faults": rows, "total": _row("whole soak", outcomes, None, None, deadline_s)}
+    return {"faults": rows, "total": _row("whole soak", outcomes, None, None, deadline_s),
+            "fault_free_median_s": round(calm[len(calm) // 2], 3) if calm else None}
 
 
 def lost(o) -> bool:

@@ -39,16 +39,18 @@ def soak_report(hardened_app, tmp_path_factory):
     report = asyncio.run(soak(url, faults, concurrency=16, deadline_s=APP_ARGS["request_timeout_s"], settle_s=2.0))
     (tmp_path_factory.mktemp("soak") / "soak.json").write_text(json.dumps(report, indent=1))
     print(f"\nsoak under faults:\n{table(report)}")
-    return {row["fault"].split(" ")[1]: row for row in report["faults"]} | {"total": report["total"]}
+    return {row["fault"].split(" ")[1]: row | {"service_s": report["fault_free_median_s"] or 0.0} for row in report["faults"]} | {"total": report["total"]}
 
 
 def check_bounded(row: dict, wait_s: float | None = WAIT_PAST_KILL_S) -> None:
     """Requests ended in the fault's window, none hung, none waited over `wait_s` past the fault
-    (None: not checked), and the fault was repaired."""
+    (None: not checked) beyond what a request costs on this machine with nothing broken (the soak's
+    fault-free median: a request that starts after the kill is timed from its start, and on a
+    machine at a third of its speed the failover's own re-run took 5.16 s), and the fault was repaired."""
     assert row["requests"] > 0, f"no request ended in the window of {row['fault']}"
     assert row["hung"] == 0, f"{row['hung']} requests hung past the deadline: {row}"
     if wait_s is not None:
-        assert row["max_wait_past_fault_s"] <= wait_s, f"a request waited {row['max_wait_past_fault_s']} s past the fault: {row}"
+        assert row["max_wait_past_fault_s"] <= wait_s + row["service_s"], f"a request waited {row['max_wait_past_fault_s']} s past the fault: {row}"
     assert row["repaired_s"] is not None, f"{row['fault']}: not repaired: {row}"
 
 
