@@ -15,6 +15,10 @@ from tests.hardening.conftest import admin_stats
 LONG = 3000  # tokens: seconds of decoding on the tiny model (~2.5 ms each alone on an idle VM), beyond the waits below
 LONGEST = 4000  # tokens: as much as the tiny model's 4,096-token context holds after the prompt
 FREED_WITHIN_S = 3.0
+# A near-greedy sample (2e-4, just over engines.sampling.GREEDY_BELOW): one token per step. Greedy
+# AR steps check prompt-lookup guesses (engines.lookup), and the tiny model's long story loops, so
+# a greedy 4,000-token answer is written in a few hundred passes and ends before the waits below.
+LONG_STORY = {"messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 2e-4}
 BATCH = 8  # the hardening app's max_batch_size
 
 
@@ -31,7 +35,7 @@ def wait_running(url: str, engine: str, predicate, timeout_s: float) -> tuple[fl
 @pytest.mark.parametrize("model,engine", [("tandem-ar", "ar"), ("tandem-verified", "block")])
 def test_a_stream_abandoned_mid_answer_frees_its_slot(app_url, model, engine):
     before = admin_stats(app_url)["engines"][engine]["stats"]
-    body = {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": LONG, "stream": True}
+    body = {"model": model, **LONG_STORY, "max_tokens": LONG, "stream": True}
     chunks = 0
     with httpx.Client(timeout=30) as client, client.stream("POST", f"{app_url}/v1/chat/completions", json=body) as r:
         assert r.status_code == 200
@@ -52,7 +56,7 @@ def test_a_stream_abandoned_mid_answer_frees_its_slot(app_url, model, engine):
 
 def test_a_non_streaming_client_that_times_out_frees_its_slot(app_url):
     before = admin_stats(app_url)["engines"]["ar"]["stats"]
-    body = {"model": "tandem-ar", "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": LONG}
+    body = {"model": "tandem-ar", **LONG_STORY, "max_tokens": LONG}
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(f"{app_url}/v1/chat/completions", json=body, timeout=httpx.Timeout(10, read=1.5))
     freed_s, load = wait_running(app_url, "ar", lambda x: x["running"] == 0 and x["queued"] == 0, timeout_s=FREED_WITHIN_S)
@@ -68,7 +72,7 @@ def busy_batch(url: str, model: str, engine: str, rows: int):
     stop = threading.Event()
 
     def one() -> None:
-        body = {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": LONGEST, "stream": True}
+        body = {"model": model, **LONG_STORY, "max_tokens": LONGEST, "stream": True}
         with httpx.Client(timeout=60) as client, client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
             for _ in r.iter_lines():
                 if stop.is_set():
@@ -93,7 +97,7 @@ def test_a_request_the_gateway_gives_up_on_frees_its_engine_row(app_url, model, 
     for nobody while other requests queue. The row decodes in a full batch, so its answer takes
     well past the deadline however idle the machine (alone, 4,000 tokens take ~10 s here)."""
     before = admin_stats(app_url)["engines"][engine]["stats"]
-    body = {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": LONGEST}
+    body = {"model": model, **LONG_STORY, "max_tokens": LONGEST}
     with busy_batch(app_url, model, engine, rows=BATCH - 1):
         r = httpx.post(f"{app_url}/v1/chat/completions", json=body, timeout=60)
         assert r.status_code == 503, r.text[:300]
