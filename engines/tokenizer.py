@@ -21,7 +21,7 @@ IMAGE, START_OF_IMAGE, END_OF_IMAGE = "<image>", "<start_of_image>", "<end_of_im
 SPECIAL_TOKENS = [PAD, EOS, BOS, START_OF_TURN, END_OF_TURN, IMAGE, START_OF_IMAGE, END_OF_IMAGE]
 
 # The chat template of every checkpoint this project trains: system, user, model and tool turns;
-# tool declarations, the model's tool calls and tool results (the format router.structured writes).
+# tool declarations, the model's tool calls and tool results (the format router.gateway.structured writes).
 CHAT_TEMPLATE = (Path(__file__).parent / "chat_template.jinja").read_text()
 
 

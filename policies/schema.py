@@ -1,7 +1,7 @@
 """The routing policy: the operator's rules that turn the router's predictions into a decision.
 
 A `Policy` is plain data (pydantic, loaded from YAML or JSON); the router applies it in
-`router.decide`. Everything an operator may want to change without retraining lives here:
+`router.decision.decide`. Everything an operator may want to change without retraining lives here:
 the default mode per task type, how long an answer block mode may take, the confidence under
 which the router plays safe, denoising steps, which forced modes clients may ask for (by model
 alias or header), per-API-key overrides, the shadow-verification rate and load-aware routing.
@@ -15,7 +15,7 @@ Notable choices:
   never turns into a silent schema default in a new live version. A write that means to change
   only some fields says so: it is a patch (`policies.stores.base.merge_patch`).
 - `route_for(task, tokens)` is the one place the task/length rule lives: the router uses it
-  for live decisions and `router.training.dataset` uses it to label the data set's expected mode.
+  for live decisions and `lab.routing.dataset` uses it to label the data set's expected mode.
 - API keys may be written in the clear or as `sha256:<hex digest>`, so a policy in Redis or in
   git need not hold secrets.
 """

@@ -1,23 +1,27 @@
-"""The gateway's routing side: request features, the learned classifier and length predictor,
-and `Router.decide`, which turns a prediction and the live policy into a decision.
+"""Tandem's request path above the engines, in two rooms:
 
-Import-light on purpose (router.tools.cli is imported by the `tandem` console script): names load on
-first use, and scikit-learn only when a model is loaded or trained."""
+- `router.decision`: how a request is routed: features, the learned classifier and length
+  predictor, the routing view (costs, load, health) and `Router.decide`, which turns a prediction
+  and the live policy into a `Decision`;
+- `router.gateway`: the HTTP faces (OpenAI, Responses, admin, console), orchestration, failover,
+  answers, structured output, telemetry and the decision log and feed.
+
+`router.app:build_app` binds the deployments. Nothing here imports the offline lab (`lab/`).
+Import-light on purpose: names load on first use, and scikit-learn only when a model is loaded."""
 
 from __future__ import annotations
 
 import importlib
 
 _EXPORTS = {
-    "Router": "router.decide",
-    "RouteRequest": "router.types",
-    "Decision": "router.types",
-    "Prediction": "router.types",
-    "RouterError": "router.errors",
-    "RouterModel": "router.classifier",
-    "load_model": "router.classifier",
-    "log_decision": "router.decisions_log",
-    "read_decisions": "router.training.decisions",
+    "Router": "router.decision.decide",
+    "RouteRequest": "router.decision.types",
+    "Decision": "router.decision.types",
+    "Prediction": "router.decision.types",
+    "RouterError": "router.decision.errors",
+    "RouterModel": "router.decision.classifier",
+    "load_model": "router.decision.classifier",
+    "log_decision": "router.gateway.decisions_log",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, PREFIX_CACHE_TOKENS
-from router.decisions_log import DecisionsLogSettings
-from router.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S
+from router.gateway.decisions_log import DecisionsLogSettings
+from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S
 
 
 class EngineArgs(BaseModel):
@@ -34,7 +34,7 @@ class AppArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     checkpoint: str | None = Field(None, description="DiffusionGemma checkpoint directory; null: the shipped tiny model.")
-    router_model: str | None = Field(None, description="Router model (.skops); null: the shipped router/models/default.skops.")
+    router_model: str | None = Field(None, description="Router model (.skops); null: the shipped router/decision/models/default.skops.")
     policy_source: str | None = Field(
         None, description="Policy store: a YAML path or a redis:// URL; null: $TANDEM_POLICY_SOURCE, else policies/default.yaml."
     )
@@ -64,8 +64,8 @@ def application(args: dict | None = None, gateway_replicas: int = 1):
     from ray import serve
 
     from engines.deployment import EngineDeployment
-    from router.gateway import Gateway
-    from router.ingress import api
+    from router.gateway.orchestration import Gateway
+    from router.gateway.ingress import api
 
     a = AppArgs.model_validate(args or {})
     engine_kwargs = a.engine.model_dump()

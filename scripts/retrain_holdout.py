@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engines import DiffusionEngine  # noqa: E402
 from engines.defaults import SHIPPED_CHECKPOINT  # noqa: E402
-from router.decide import Router  # noqa: E402
-from router.decisions_log import DecisionsLogSettings, log_decision, request_features  # noqa: E402
-from router.training.train import train  # noqa: E402
+from router.decision.decide import Router  # noqa: E402
+from router.gateway.decisions_log import DecisionsLogSettings, log_decision, request_features  # noqa: E402
+from lab.routing.train import train  # noqa: E402
 from tests.policies.helpers import REDIS_URL, redis_client  # noqa: E402
 from tests.router.test_retrain_from_outcomes import Outcomes, realistic_requests, suite_requests  # noqa: E402
 

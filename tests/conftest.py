@@ -16,7 +16,7 @@ torch.set_num_threads(int(os.environ.get("TANDEM_TEST_THREADS", "1")))
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
-    from engines.training.tiny import save_tiny_checkpoint
+    from lab.model.tiny import save_tiny_checkpoint
 
     return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt", seed=0, canvas_length=32)
 

@@ -27,6 +27,6 @@ else
   BATCHES=1,4,8,16; EXTRA=(--steps 16)
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}: {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}')"
 fi
-PYTHONPATH=. "$PY" -c "from engines.tools.cli import main_bench_engines; raise SystemExit(main_bench_engines())" \
+PYTHONPATH=. "$PY" -c "from lab.cli.engines import main_bench_engines; raise SystemExit(main_bench_engines())" \
   --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --batches "$BATCHES" "${EXTRA[@]}" --json "$OUT/gpu_26b_a4b.json" \
   | tee "$OUT/gpu_26b_a4b.txt"

@@ -1,6 +1,6 @@
 """One Tandem app on the shipped checkpoint for the agent frameworks' own tests: LangChain's
 standard chat-model suite and the OpenAI Agents SDK. The shipped model was trained on tool calls
-(engines/training/tasks.py, family "tool"), so it decides on its own when to call one."""
+(lab/model/tasks.py, family "tool"), so it decides on its own when to call one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 @pytest.fixture(scope="package")  # stopped before tests/app starts its own app in this process
 def agents_app():
     from engines.defaults import SHIPPED_CHECKPOINT
-    from router.tools.local_app import start_app
+    from lab.cli.local_app import start_app
 
     url = os.environ.get("TANDEM_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     prefix = f"tandem-agents-{uuid.uuid4().hex[:8]}:"

@@ -22,7 +22,7 @@ def redis_url():
 
 @pytest.fixture(scope="session")
 def serve_app(tiny_checkpoint, redis_url, tmp_path_factory):
-    from router.tools.local_app import start_app
+    from lab.cli.local_app import start_app
 
     prefix = f"tandem-test-{uuid.uuid4().hex[:8]}:"
     spans = tmp_path_factory.mktemp("otel") / "telemetry.jsonl"

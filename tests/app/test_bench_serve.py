@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from router.tools.bench_serve import oracle, per_request, score_against_ar, summarize
-from router.tools.cli import main as tandem
+from lab.bench.serve import oracle, per_request, score_against_ar, summarize
+from lab.cli.main import main as tandem
 
 
 def _run(policy, concurrency, round_, rps, exact=0.5):
@@ -142,7 +142,7 @@ def test_bad_arguments_are_refused_before_any_work(args, message, capsys):
 
 
 @pytest.mark.parametrize("args, message", [(["--router-model", "/nonexistent/router.skops"], "no router model at /nonexistent"),
-                                           (["--router-model", "router/models/default.skops", "--url", "http://127.0.0.1:9"], "--url routes with its own")])
+                                           (["--router-model", "router/decision/models/default.skops", "--url", "http://127.0.0.1:9"], "--url routes with its own")])
 def test_a_router_model_the_app_could_not_load_is_refused_before_any_app_starts(args, message):
     with pytest.raises(SystemExit) as exc:
         tandem(["bench", "serve", *args])

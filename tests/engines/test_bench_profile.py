@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from engines.tools.bench import acceptance_by_task
+from lab.bench.engines import acceptance_by_task
 from engines.errors import InvalidRequestError
-from router.tools.cli import main as tandem
+from lab.cli.main import main as tandem
 
 
 def test_acceptance_per_task_from_eval_records(tmp_path):
@@ -40,7 +40,7 @@ def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
 def test_canvas_costs_are_measured_per_task_family(engine, drafts_anywhere):
     """What the cost profile's per-task figures come from: block steps per canvas (never past the
     budget) and verified rounds per canvas (at least one), per suite family."""
-    from engines.tools.bench import canvas_costs_by_task
+    from lab.bench.engines import canvas_costs_by_task
 
     steps, per_round = canvas_costs_by_task(engine, steps=2, n=1, skip_verified=("reason", "write", "plan", "extract"))
     assert set(steps) == {"extract", "classify", "summarize", "plan", "code", "reason", "write"}

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from engines.tools import bench_shape
+from lab.bench import shape as bench_shape
 
 
 def test_the_shape_benchmark_writes_a_record_per_mode_and_batch(tmp_path):

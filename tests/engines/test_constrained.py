@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from engines.errors import InvalidRequestError
 from engines.types import GenerationRequest
-from router.openai_api import ResponseFormat
-from router.structured import output_spec
-from router.tool_calls import read_answer
+from router.gateway.openai_api import ResponseFormat
+from router.gateway.structured import output_spec
+from router.gateway.tool_calls import read_answer
 
 ASK = [{"role": "user", "content": "Extract the fields."}]
 

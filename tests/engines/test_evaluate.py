@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from engines.training import evaluate
-from engines.training.evaluate import (
+from lab.model import evaluate
+from lab.model.evaluate import (
     MARGIN,
     Outcome,
     Setting,
@@ -19,8 +19,8 @@ from engines.training.evaluate import (
     max_new_tokens_for,
     settings,
 )
-from engines.training.tasks import FAMILIES, LONG_FAMILIES, generate_suite
-from router.tools.cli import main as tandem
+from lab.model.tasks import FAMILIES, LONG_FAMILIES, generate_suite
+from lab.cli.main import main as tandem
 
 RECORD_KEYS = {"family", "mode", "steps", "canvas", "canvas_sizes", "exact_match", "family_score", "tokens_per_forward", "p50_ms", "n"}
 

@@ -9,7 +9,7 @@ from engines.batch import SequenceBatch
 from engines.block import BlockParams, denoise_canvas
 from engines.sampling import make_generator
 from engines.shapes import build_random_model, shape_config
-from engines.tools.peak_memory import peak_memory
+from lab.bench.peak_memory import peak_memory
 
 VOCABS = [262_144, 2_050]  # the real one, and one whose slices are not a multiple of any vector width
 

@@ -14,9 +14,9 @@ import pytest
 from transformers import AutoTokenizer
 
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.training.open_tasks import LABEL_CUES, field_matches, flatten_fields, score_fields
-from engines.training.tasks import FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TASK_FAMILIES, generate_suite, parse_tool_calls, score, tool_call_text
-from engines.training.train import OPT_IN_FAMILIES, TrainConfig, family_weight
+from lab.model.open_tasks import LABEL_CUES, field_matches, flatten_fields, score_fields
+from lab.model.tasks import FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TASK_FAMILIES, generate_suite, parse_tool_calls, score, tool_call_text
+from lab.model.train import OPT_IN_FAMILIES, TrainConfig, family_weight
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ def engine(tmp_path_factory):
     """A tiny random model like the session's, with a 256-token canvas: skeletons longer than the
     model's canvas go to AR, and these tests are about the ones that fit."""
     from engines import DiffusionEngine
-    from engines.training.tiny import save_tiny_checkpoint
+    from lab.model.tiny import save_tiny_checkpoint
 
     return DiffusionEngine.from_checkpoint(save_tiny_checkpoint(tmp_path_factory.mktemp("tiny256") / "ckpt", seed=0, canvas_length=256))
 

@@ -7,8 +7,8 @@ import pytest
 
 from engines import DiffusionEngine
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.training.evaluate import Setting, run_setting
-from engines.training.tasks import generate_suite, score
+from lab.model.evaluate import Setting, run_setting
+from lab.model.tasks import generate_suite, score
 
 
 @pytest.fixture(scope="module")

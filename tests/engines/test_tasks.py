@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from engines.training.tasks import (
+from lab.model.tasks import (
     FAMILIES,
     SPLITS,
     TaskItem,

@@ -11,9 +11,9 @@ import pytest
 from transformers import AutoTokenizer
 
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.training.evaluate import item_prompt
-from engines.training.tasks import FAMILIES, SHORT_FAMILIES, generate_suite, parse_tool_calls, sample_item, score, tool_call_text
-from engines.training.train import TrainConfig, encode_item, encode_prompt, make_batch
+from lab.model.evaluate import item_prompt
+from lab.model.tasks import FAMILIES, SHORT_FAMILIES, generate_suite, parse_tool_calls, sample_item, score, tool_call_text
+from lab.model.train import TrainConfig, encode_item, encode_prompt, make_batch
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,7 @@ def test_training_and_evaluation_render_the_tools(tok):
 def test_engine_renders_tool_items_as_training_does(tok):
     """evaluate's requests (messages + tools) reach the model as the prompt ids training used."""
     from engines.engine import DiffusionEngine
-    from engines.training.evaluate import Setting, make_request
+    from lab.model.evaluate import Setting, make_request
 
     engine = DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT)
     for item in generate_suite(6, "test", 0, ("tool",)):

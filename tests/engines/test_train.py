@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engines.training.tasks import LONG_FAMILIES
-from engines.training.train import (
+from lab.model.tasks import LONG_FAMILIES
+from lab.model.train import (
     TrainConfig,
     build_model,
     build_tokenizer,
@@ -22,7 +22,7 @@ from engines.training.train import (
     softcap,
     train,
 )
-from engines.training.tasks import generate_suite
+from lab.model.tasks import generate_suite
 
 
 def _cfg(tmp_path=None, **kw) -> TrainConfig:
@@ -170,7 +170,7 @@ def test_evaluate_runs_both_modes(tokenizer):
 
 @pytest.mark.parametrize("flag,value", [("--decay-frac", "0"), ("--decay-frac", "1.5"), ("--lr", "-1"), ("--warmup", "-3"), ("--minutes", "x"), ("--steps", "0")])
 def test_train_refuses_bad_schedule_flags_before_training(flag, value, capsys):
-    from router.tools.cli import main as tandem
+    from lab.cli.main import main as tandem
 
     with pytest.raises(SystemExit) as exc:
         tandem(["train", "--out", "unused", flag, value])

@@ -285,7 +285,7 @@ def test_adaptive_verified_equals_ar_on_the_shipped_model(shipped):
     import json
     from pathlib import Path
 
-    from engines.training.tasks import generate_suite
+    from lab.model.tasks import generate_suite
 
     real = [json.loads(line)["messages"] for line in (Path(__file__).parents[1] / "data" / "realistic_prompts.jsonl").read_text().splitlines()]
     suite = [it.messages for it in generate_suite(1, split="test", seed=3, families=("summarize", "plan", "code", "extract"))]
@@ -305,7 +305,7 @@ def test_adaptive_verified_equals_ar_on_the_shipped_model(shipped):
 def test_an_answer_expected_long_drafts_a_longer_first_canvas_and_still_equals_ar(shipped):
     # The suite's plans run 40-55 tokens: with the router's expected length (p90 60) the first draft
     # holds the whole plan, one round where a 32-token first draft needs two; AR's tokens either way.
-    from engines.training.tasks import generate_suite
+    from lab.model.tasks import generate_suite
 
     plan = generate_suite(1, split="test", seed=0, families=("plan",))[0].messages
     ar = shipped.generate(GenerationRequest(messages=plan, mode="ar", max_new_tokens=256))

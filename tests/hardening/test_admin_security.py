@@ -36,8 +36,8 @@ def assert_no_secret(r: httpx.Response) -> None:
 def test_admin_api_is_off_without_a_token(tmp_path, monkeypatch):
     """The real FastAPI app and Gateway in-process (fake engines, no Ray): with the token variable
     unset, every admin route and the console are 404 whatever the client sends."""
-    from router.gateway import Gateway, replica_gateway as _gateway
-    from router.ingress import api
+    from router.gateway.orchestration import Gateway, replica_gateway as _gateway
+    from router.gateway.ingress import api
 
     monkeypatch.delenv("TANDEM_HARDENING_NO_TOKEN", raising=False)
     policy = tmp_path / "policy.yaml"

@@ -167,7 +167,7 @@ def test_schemas_nested_in_any_keyword_are_never_a_500(client, depth, keyword, w
 @given(n=st.integers(1, 128), description_bytes=st.integers(0, 30_000))
 def test_tools_of_any_size_are_served_or_refused_naming_the_field(client, n, description_bytes):
     """A 3 MB `tools` field was once accepted, prompted and logged."""
-    from router.structured import MAX_TOOLS_BYTES
+    from router.gateway.structured import MAX_TOOLS_BYTES
 
     tools = [{"type": "function", "function": {"name": f"t{i}", "description": "d" * description_bytes}} for i in range(n)]
     r = post(client, CHAT, VALID_CHAT | {"tools": tools, "max_tokens": 2})

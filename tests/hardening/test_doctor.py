@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from router.tools.cli import main
+from lab.cli.main import main
 from tests.policies.helpers import free_port
 
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.hardening.conftest import admin_stats, stats_by_replica
-from router.tools.load import Spec, run_load, summary, to_json, mixed_workload
+from lab.bench.load import Spec, run_load, summary, to_json, mixed_workload
 
 N, CONCURRENCY, WARMUP = 600, 32, 128  # the load of issue 17's report
 RSS_MARGIN_MB = 50

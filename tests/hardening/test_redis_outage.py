@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.hardening.conftest import ADMIN_TOKEN, stats_by_replica
-from router.tools.load import mixed_workload, run_load
+from lab.bench.load import mixed_workload, run_load
 
 HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 OUTAGE_S = 4.0

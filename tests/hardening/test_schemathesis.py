@@ -13,7 +13,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from router.gateway import MODELS
+from router.gateway.orchestration import MODELS
 
 BODY_ROUTES = ("/v1/chat/completions", "/v1/completions")
 STATUSES: dict[str, int] = {}
@@ -52,7 +52,7 @@ def api_schema(app_url):
 
 def operations() -> list[tuple[str, str]]:
     """(method, path) of every documented route, from the gateway's FastAPI app."""
-    from router.ingress import api
+    from router.gateway.ingress import api
 
     doc = api.openapi()
     return [(method.upper(), path) for path, item in doc["paths"].items() for method in item]

@@ -5,7 +5,7 @@ policy store and the decisions stream) is stopped for 3 s. One soak; each test r
 window (the requests that ended between that fault and the next).
 
 Engine replicas (issue 17's targets): the gateway notices a death within about a second
-(router.engine_health), fails the requests waiting on the dead replica over to the policy's
+(router.decision.engine_health), fails the requests waiting on the dead replica over to the policy's
 on_engine_failure mode and sends new ones there until the replacement answers; under 1% of whole
 requests fail, none waits more than 5 s past the kill. A stream that has already sent text cannot
 move: it ends with an error event and [DONE], and is counted apart.
@@ -24,7 +24,7 @@ import time
 import httpx
 import pytest
 
-from router.tools.bench_chaos import Admin, kill_engine, kill_gateway, soak, stop_redis, table
+from lab.bench.chaos import Admin, kill_engine, kill_gateway, soak, stop_redis, table
 from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
 
 WAIT_PAST_KILL_S = 5.0
@@ -149,7 +149,7 @@ def test_no_secret_reached_any_log_of_the_run(hardened_app, soak_report):
     logs = app_logs(hardened_app["dir"])
     assert any("policy store" in text and "unreachable" in text for text in logs.values()), \
         "the Redis outage was not logged: the check below would prove little"
-    cli = subprocess.run([sys.executable, "-m", "router.tools.cli", "policy", "show", "--source", hardened_app["redis"].url,
+    cli = subprocess.run([sys.executable, "-m", "lab.cli.main", "policy", "show", "--source", hardened_app["redis"].url,
                           "--prefix", hardened_app["prefix"]], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert cli.returncode == 0, cli.stderr
     outputs = logs | {"tandem policy show": cli.stdout + cli.stderr}

@@ -21,8 +21,8 @@ ROUTING_FIELDS = set(Policy.model_fields) - OPTIONAL_ON_WRITE
 @pytest.fixture(scope="module")
 def gateway():
     """One Gateway for the module (building one loads the router model); each test gives it a store."""
-    from router.gateway import Gateway, replica_gateway
-    from router.ingress import api
+    from router.gateway.orchestration import Gateway, replica_gateway
+    from router.gateway.ingress import api
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TANDEM_ADMIN_WRITES_TOKEN", TOKEN)
@@ -35,7 +35,7 @@ def gateway():
 @pytest.fixture
 def admin(gateway, tmp_path):
     """`call(method, path, json=...)` -> the response, against the Gateway on a fresh policy file."""
-    from router.ingress import api
+    from router.gateway.ingress import api
 
     policy = tmp_path / "policy.yaml"
     shutil.copy(DEFAULT_POLICY_PATH, policy)

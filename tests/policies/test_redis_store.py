@@ -145,8 +145,8 @@ def test_policy_applied_in_one_process_changes_decisions_of_another_within_a_sec
         f"""
         import sys, time, json
         sys.path.insert(0, {str(ROOT)!r})
-        from router.decide import Router
-        from router.types import RouteRequest
+        from router.decision.decide import Router
+        from router.decision.types import RouteRequest
         router = Router(policy_source={redis_url!r}, prefix={prefix!r}, poll_interval_s=30.0)
         req = RouteRequest.from_prompt("Classify the sentiment of this review as positive, negative or neutral: battery died in an hour.")
         print("ready", router.decide(req).mode, flush=True)
@@ -258,7 +258,7 @@ def test_the_password_can_come_from_the_environment_instead_of_the_url(monkeypat
 
 def test_the_decision_log_follows_a_policy_source_given_by_environment(redis_url, prefix, monkeypatch):
     """Once, only `args.policy_source` turned the log on: 0 entries after 600 requests."""
-    from router.gateway import Gateway
+    from router.gateway.orchestration import Gateway
 
     monkeypatch.setenv("TANDEM_POLICY_SOURCE", redis_url)
     gw = Gateway(None, None, key_prefix=prefix)

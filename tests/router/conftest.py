@@ -8,13 +8,13 @@ import pytest
 @pytest.fixture(scope="session")
 def model():
     """The shipped router model (loaded once; loading takes about a second)."""
-    from router.classifier import load_model
+    from router.decision.classifier import load_model
 
     return load_model()
 
 
 @pytest.fixture(scope="session")
 def held_out():
-    from router.training.dataset import TEST_PATH, load_jsonl
+    from lab.routing.dataset import TEST_PATH, load_jsonl
 
     return load_jsonl(TEST_PATH)

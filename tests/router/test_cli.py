@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from router.tools.cli import main
-from router.training.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
-from router.decisions_log import DecisionsLogSettings, log_decision, request_features
+from lab.cli.main import main
+from lab.routing.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
+from router.gateway.decisions_log import DecisionsLogSettings, log_decision, request_features
 from tests.policies.helpers import redis_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +81,6 @@ def test_bench_router_prints_a_table_and_writes_json(tmp_path, capsys):
 
 
 def test_importing_the_cli_does_not_import_sklearn_or_redis():
-    code = "import sys, router, policies, router.tools.cli; router.tools.cli.build_parser(); print(sorted(m for m in ('sklearn', 'redis', 'skops') if m in sys.modules))"
+    code = "import sys, router, policies, lab.cli.main; lab.cli.main.build_parser(); print(sorted(m for m in ('sklearn', 'redis', 'skops') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

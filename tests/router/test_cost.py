@@ -14,8 +14,8 @@ from engines.cost import CostProfile
 from policies.schema import DEFAULT_TASK_MODES
 from router import Router
 from engines.types import EngineLoad, GenerationRequest
-from router.live_costs import DraftKey
-from router.routing_view import EngineView, RoutingView
+from router.decision.live_costs import DraftKey
+from router.decision.routing_view import EngineView, RoutingView
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
 # A CPU-like profile: a canvas step costs ~4 AR steps at batch 1, ~10 at batch 8.
@@ -203,7 +203,7 @@ def test_the_routing_view_counts_the_gateways_own_requests_in_flight():
     so a burst does not all land on the engine that looked idle at the last poll, and requests that
     finished since do not keep an engine looking busy."""
     from engines.types import EngineLoad, GenerationRequest
-    from router.routing_view import RoutingView
+    from router.decision.routing_view import RoutingView
 
     rv = RoutingView({"block": None, "ar": None})
     rv._polled = {"ar": EngineLoad(queued=0, running=0, capacity=8, max_queue=64), "block": EngineLoad(queued=1, running=8, capacity=8, max_queue=64)}
@@ -222,7 +222,7 @@ def test_the_routing_view_counts_the_gateways_own_requests_in_flight():
 
 
 def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
-    from router.live_costs import Backlog
+    from router.decision.live_costs import Backlog
 
     b = Backlog()
     first = b.add(300.0, now=0.0)
@@ -235,7 +235,7 @@ def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
 
 
 def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
-    from router.live_costs import Calibration
+    from router.decision.live_costs import Calibration
 
     c = Calibration(alpha=0.5)
     assert c.factor == 1.0  # nothing observed yet: the profile as measured
@@ -264,10 +264,10 @@ def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypat
     take far longer than that. Once a few of them have (per mode and task, decaying old evidence),
     the router prices verified for that task by what they took, and stops moving work to it,
     while other tasks keep the engine's own calibration."""
-    import router.routing_view as rv_module
+    import router.decision.routing_view as rv_module
     from engines.types import GenerationRequest
-    from router.live_costs import IDLE as NO_LOAD
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.live_costs import IDLE as NO_LOAD
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -304,7 +304,7 @@ def test_verified_is_priced_by_the_share_of_its_tokens_drafts_wrote_lately(model
     drafts stopped paying (AR unsure of its tokens, drafts rejected) costs about AR's time and no
     longer wins the cost-aware step, while a task whose drafts are accepted keeps it."""
     from engines.types import DecodeStats, GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     profile = CostProfile(ms_per_forward={"block": {1: 5.0, 8: 20.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.9,
                           acceptance_by_task={"summarize": 0.98}, block_steps_by_task={"summarize": 2})
@@ -340,10 +340,10 @@ def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_
     tokens written and the share of them drafts wrote, and calibrates the engine against that. A
     task's own factor compares with the estimate `decide` priced: its lengths are mispredicted
     the same way each time, and that factor is what makes its estimates in two modes comparable."""
-    import router.routing_view as rv_module
+    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
-    from router.live_costs import IDLE as NO_LOAD
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.live_costs import IDLE as NO_LOAD
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -373,9 +373,9 @@ def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_too
     modes' estimates for the task meet what each really takes, and a label measured faster in AR
     stays there (an earlier factor against the re-estimate moved labels to block, 1.3x estimated
     sooner, 1.6x measured slower)."""
-    import router.routing_view as rv_module
+    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -431,9 +431,9 @@ def test_a_tasks_factor_is_not_skewed_by_estimates_made_before_its_draft_share_w
     share of 0). A task factor learned against the first estimates (0.1x) and applied to the second
     priced reasoning in verified at 72 ms, and the router sent it there (2-2.7 s measured, block
     0.6 s). The task's factor compares with its estimate redone at the drafts' real share."""
-    import router.routing_view as rv_module
+    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -453,9 +453,9 @@ def test_a_requests_fixed_overhead_is_added_not_scaled(monkeypatch):
     template and the tokenizer, the same in every mode. Calibrating end-to-end time against the
     decode estimate would triple every estimate of that mode; the view calibrates the engine's own
     time (its queue and decode, reported with the result) and adds the overhead apart."""
-    import router.routing_view as rv_module
+    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -475,10 +475,10 @@ def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
     """The profile prices a lone request on an idle machine well, and a batch, a queue or two engines
     sharing the cores only roughly: a busy spell's error must not reprice the next lone request
     (and back). Each load state (this engine busy or not, the other engine busy or not) keeps its own."""
-    import router.routing_view as rv_module
+    import router.decision.routing_view as rv_module
     from engines.types import GenerationRequest
-    from router.live_costs import IDLE as NO_LOAD, LoadState
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.live_costs import IDLE as NO_LOAD, LoadState
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     clock = [0.0]
     monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
@@ -546,7 +546,7 @@ def test_verified_earns_back_requests_block_is_expected_to_differ_on_where_their
     evidence, cost-aware routing prices verified by it and moves such requests off AR when
     verified is min_gain faster, and leaves them on AR when their drafts miss."""
     from engines.types import DecodeStats, GenerationRequest
-    from router.routing_view import TASK_EVIDENCE, RoutingView
+    from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
     rv = RoutingView({"block": None, "ar": None})
     rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
@@ -582,7 +582,7 @@ def test_the_view_hands_the_engines_cost_profile_to_the_router():
     silently off)."""
     import asyncio
 
-    from router.routing_view import RoutingView
+    from router.decision.routing_view import RoutingView
 
     class Method:
         def __init__(self, value):
@@ -627,7 +627,7 @@ def test_a_prompts_prefill_is_priced_less_what_the_prefix_cache_holds():
 def test_the_router_expects_an_engine_to_reuse_a_long_conversations_head_as_it_has_so_far(model):
     """An agent's turn: a 2,000-token system prompt, then the new message. The engine whose prefix
     cache has served 90% of the prefix tokens it was asked for is expected to skip 90% of the head."""
-    from router.features import prompt_size
+    from router.decision.features import prompt_size
 
     r = Router(model=model, store=policy())
     r.cost = PREFILL
@@ -642,7 +642,7 @@ def test_the_router_expects_an_engine_to_reuse_a_long_conversations_head_as_it_h
 
 
 def test_the_view_reads_each_engines_prefix_reuse_from_its_load():
-    from router.routing_view import RoutingView
+    from router.decision.routing_view import RoutingView
 
     rv = RoutingView({"block": None, "ar": None})
     stats = {"prefix_cache": {"reused_tokens": 3000, "looked_up_tokens": 4000}}

@@ -8,7 +8,7 @@ import shutil
 
 import httpx
 
-from router.decision_feed import DecisionFeed
+from router.gateway.decision_feed import DecisionFeed
 
 
 def test_the_feed_keeps_the_newest_entries_in_order_and_reads_after_a_position():
@@ -23,8 +23,8 @@ def test_the_feed_keeps_the_newest_entries_in_order_and_reads_after_a_position()
 
 def test_admin_decisions_answers_this_replicas_entries_after_the_position_the_console_sends(tmp_path, monkeypatch):
     from policies.stores import DEFAULT_POLICY_PATH
-    from router.gateway import Gateway, replica_gateway
-    from router.ingress import api
+    from router.gateway.orchestration import Gateway, replica_gateway
+    from router.gateway.ingress import api
 
     monkeypatch.setenv("TANDEM_TEST_FEED_TOKEN", "feed-token")
     policy = tmp_path / "policy.yaml"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from router import decisions_log
-from router.decisions_log import DecisionsLogSettings, entry_weight, log_decision, request_features
-from router.training.decisions import read_decisions, to_training_record
-from router.features import NUMERIC_FEATURES
-from router.types import RouteRequest
+from router.gateway import decisions_log
+from router.gateway.decisions_log import DecisionsLogSettings, entry_weight, log_decision, request_features
+from lab.routing.decisions import read_decisions, to_training_record
+from router.decision.features import NUMERIC_FEATURES
+from router.decision.types import RouteRequest
 from tests.policies.helpers import free_port, redis_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +201,7 @@ def test_training_labels_prefer_reviewed_task_keep_unsure_lengths_and_read_shado
 
 
 def test_retraining_reads_text_entries_old_and_new_and_counts_those_without(prefix, redis_url):
-    from router.training.train import redis_records
+    from lab.routing.train import redis_records
 
     client = redis_client()
     stream = prefix + "decisions"
@@ -221,7 +221,7 @@ def test_retraining_reads_text_entries_old_and_new_and_counts_those_without(pref
 
 
 def test_train_says_how_many_entries_carry_no_text(prefix, redis_url, tmp_path, capsys):
-    from router.tools.cli import main
+    from lab.cli.main import main
 
     client = redis_client()
     stream = prefix + "decisions"
@@ -249,8 +249,8 @@ def test_writer_never_raises_when_redis_is_down():
 
 @pytest.mark.parametrize("store_text", [False, True])
 def test_the_gateway_logs_by_its_settings(prefix, redis_url, store_text):
-    from router.gateway import Gateway
-    from router.types import Decision
+    from router.gateway.orchestration import Gateway
+    from router.decision.types import Decision
 
     gw = Gateway(None, None, policy_source=str(ROOT / "policies" / "default.yaml"), redis_url=redis_url, key_prefix=prefix,
                  decisions_log={"store_text": store_text, "max_entry_bytes": 4096})

@@ -6,7 +6,7 @@ import asyncio
 
 from ray.exceptions import ActorDiedError
 
-from router.engine_health import EngineHealth, replica_died
+from router.decision.engine_health import EngineHealth, replica_died
 
 
 def test_a_failed_probe_right_after_a_replica_died_marks_the_engine_down_and_wakes_the_waiters():

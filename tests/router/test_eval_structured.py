@@ -8,8 +8,8 @@ import pytest
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.engine import DiffusionEngine
 from engines.skeleton import SCHEMA_INSTRUCTION
-from engines.training.tasks import generate_suite
-from router.tools.eval_structured import engine_request, evaluate
+from lab.model.tasks import generate_suite
+from lab.bench.eval_structured import engine_request, evaluate
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from router.tools.cli import main
-from router.training.dataset import TRAIN_PATH, load_jsonl
-from router.training.label_agreement import labels_for, load_labels, with_labels
+from lab.cli.main import main
+from lab.routing.dataset import TRAIN_PATH, load_jsonl
+from lab.routing.label_agreement import labels_for, load_labels, with_labels
 
 
 def pick(style: str, task: str) -> dict:

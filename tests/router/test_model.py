@@ -9,10 +9,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from router.features import FEATURE_VERSION, features_of
-from router.classifier import DEFAULT_MODEL_PATH, TRUSTED_TYPES, ModelError, load_model
-from router.training.fit import predict_reference
-from router.training.train import evaluate
+from router.decision.features import FEATURE_VERSION, features_of
+from router.decision.classifier import DEFAULT_MODEL_PATH, TRUSTED_TYPES, ModelError, load_model
+from lab.routing.fit import predict_reference
+from lab.routing.train import evaluate
 from policies.stores import default_policy
 from tests.router.test_decide import policy
 
@@ -20,8 +20,8 @@ from tests.router.test_decide import policy
 @pytest.fixture(scope="module")
 def report(model, held_out):
     # the data's mode labels follow the product's default task modes, not the shipped checkpoint's
-    from router.training.dataset import TEST_PATH
-    from router.training.label_agreement import labels_for, load_labels, with_labels
+    from lab.routing.dataset import TEST_PATH
+    from lab.routing.label_agreement import labels_for, load_labels, with_labels
 
     # the agreement head is measured at the shipped floor (the helper turns the rule off for the rest)
     return evaluate(model, with_labels(held_out, load_labels(labels_for(TEST_PATH))), policy=policy(agreement_floor=default_policy().agreement_floor))
@@ -105,9 +105,9 @@ def test_prompts_unlike_the_training_data_stay_off_block(model):
     # under a policy that sends labels there (the shipped one sends them to AR: sooner on a CPU).
     from pathlib import Path
 
-    from engines.training.tasks import generate_suite
+    from lab.model.tasks import generate_suite
     from policies.stores import default_policy
-    from router.decide import Router
+    from router.decision.decide import Router
 
     router = Router(model=model)  # the shipped serving policy
     real = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "realistic_prompts.jsonl").read_text().splitlines()]

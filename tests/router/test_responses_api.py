@@ -2,8 +2,8 @@
 events (each checked against the `openai` package's own types), the previous_response_id store on
 a real Redis, and the OpenAI Agents SDK running an agent with a function tool against it.
 
-The chat side is what the gateway writes: answers read back by `router.tool_calls`, bodies and
-chunks built by `router.openai_api`, so only the model is scripted."""
+The chat side is what the gateway writes: answers read back by `router.gateway.tool_calls`, bodies and
+chunks built by `router.gateway.openai_api`, so only the model is scripted."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter, ValidationError
 
 from engines.errors import InvalidRequestError, ServiceUnavailableError
-from router.openai_api import DONE, ChatCompletionRequest, assistant_message, chat_chunk, chat_response, sse, usage, validation_error
-from router.responses_api import ResponsesRequest, chat_request, new_response_id, to_chat_body, to_response
-from router.responses_events import ResponseEvents, chat_chunks, encode, translate_stream
-from router.responses_store import NO_STORE, ResponseStore, conversation_items, history_for, stores
-from router.structured import output_spec
-from router.tool_calls import CallReader, read_answer
+from router.gateway.openai_api import DONE, ChatCompletionRequest, assistant_message, chat_chunk, chat_response, sse, usage, validation_error
+from router.gateway.responses_api import ResponsesRequest, chat_request, new_response_id, to_chat_body, to_response
+from router.gateway.responses_events import ResponseEvents, chat_chunks, encode, translate_stream
+from router.gateway.responses_store import NO_STORE, ResponseStore, conversation_items, history_for, stores
+from router.gateway.structured import output_spec
+from router.gateway.tool_calls import CallReader, read_answer
 from tests.policies.helpers import free_port, redis_client
 
 EVENT = TypeAdapter(ResponseStreamEvent)

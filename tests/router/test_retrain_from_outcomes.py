@@ -28,15 +28,15 @@ import pytest
 
 from engines import DiffusionEngine
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.training.tasks import TASK_FAMILIES, generate_suite
+from lab.model.tasks import TASK_FAMILIES, generate_suite
 from engines.types import GenerationRequest
-from router.classifier import RouterModel, load_model
-from router.decide import Router
-from router.decisions_log import DecisionsLogSettings, log_decision, request_features
-from router.features import extract_features
-from router.training.fit import agreement_reference
-from router.training.train import train
-from router.types import RouteRequest
+from router.decision.classifier import RouterModel, load_model
+from router.decision.decide import Router
+from router.gateway.decisions_log import DecisionsLogSettings, log_decision, request_features
+from router.decision.features import extract_features
+from lab.routing.fit import agreement_reference
+from lab.routing.train import train
+from router.decision.types import RouteRequest
 from tests.policies.helpers import REDIS_URL, redis_client
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "data" / "realistic_prompts.jsonl"
@@ -49,7 +49,7 @@ class Served:
 
     id: str
     request: RouteRequest
-    decision: object  # router.types.Decision
+    decision: object  # router.decision.types.Decision
     text: str  # the answer in the decided mode
     tokens: int  # its length
     ar_text: str  # AR's answer (the lossless reference)

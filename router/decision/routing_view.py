@@ -1,0 +1,286 @@
+"""What routing knows of the engines, kept by the gateway: `RoutingView`.
+
+It polls each engine's load every half second (off the request path; each poll is also the
+engine's health probe, `router.decision.engine_health`), counts the requests this
+gateway has sent since (a burst routed inside one poll interval would otherwise all see the same
+idle engine), prices the block engine's work ahead (`Backlog`) and learns from what comes back
+(the learners are in `router.decision.live_costs`):
+- the share of verified's tokens its drafts really wrote, per task and agreement (`DraftShare`, by
+  `DraftKey`): the profile prices verified from the task suite's acceptance, today's prompts of a
+  task may draft far less;
+- how much longer than the cost profile's estimate each engine's own time really is
+  (`Calibration`), overall and per mode and task type, apart for each `LoadState` (idle, busy,
+  the other engine busy), each request compared with its estimate redone for what it wrote (a
+  task's own factor: at the length the router predicted, see `Ticket.reestimate`);
+- the per-request overhead outside the engine (`Overhead`), added to estimates, not scaled.
+`decide()` reads one typed snapshot of all that: an `EngineView` per engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engines.cost import CostProfile
+from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
+from router.decision.engine_health import EngineHealth, replica_died
+from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
+
+log = logging.getLogger("tandem.gateway")
+
+POLL_INTERVAL_S = 0.5
+PROBE_TIMEOUT_S = 1.0  # a load poll that takes longer failed (router.decision.engine_health counts it)
+FIRST_POLL_WAIT_S = 1.0  # how long the first requests at a fresh replica wait for a view
+TASK_EVIDENCE = 3  # finished requests of a (mode, task) before its own calibration is used
+
+
+@dataclass(frozen=True)
+class EngineView:
+    """One engine as routing sees it now."""
+
+    queued: int = 0  # requests waiting for a batch slot
+    running: int = 0  # rows decoding
+    capacity: int = 1  # rows one step decodes together
+    queue_ratio: float = 0.0  # queued / max_queue; 1.0 for an engine that did not answer its poll
+    calibration: float = 1.0  # observed / estimated time of its recent requests sent in its present `LoadState`
+    backlog_ms: float | None = None  # block engine: estimated work ahead of a new request
+    reachable: bool = True  # answered its last poll
+    # (mode, task) -> observed / estimated time of that mode's recent requests of that task sent at
+    # its present load, once there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
+    by_task: dict[tuple[str, str], float] = field(default_factory=dict)
+    prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.prefix_cache)
+    # block engine: DraftKey (task, block expected to agree) -> share of verified's output tokens its
+    # drafts wrote lately, once there are enough requests (TASK_EVIDENCE); the cost model prices
+    # verified by it (engines.cost.decode_ms)
+    draft_share: dict[DraftKey, float] = field(default_factory=dict)
+    overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
+    # Whether its present `LoadState` is IDLE (the load the cost profile was measured at), and the
+    # modes it has answered requests of in its present state: under load a move to another mode
+    # waits for evidence of what that mode costs there (`Router._faster_at_equal_quality`).
+    idle: bool = True
+    seen: frozenset[str] = frozenset()
+
+    def factor(self, mode: str, task: str | None) -> float:
+        """How much longer than the cost profile's estimate a `mode` request of `task` takes in the engine."""
+        return self.by_task.get((mode, task), self.calibration) if task else self.calibration
+
+    def priced(self, mode: str, task: str | None, estimate_ms: float) -> float:
+        """A cost-profile estimate made real: calibrated, plus the per-request overhead. The overhead is
+        the same in every mode, so a 2-step label's estimate is not scaled by it (a factor learned on
+        a 10 ms estimate that took 30 ms would triple a 30 ms one)."""
+        return estimate_ms * self.factor(mode, task) + self.overhead_ms
+
+
+def prefix_reuse(stats: dict) -> float:
+    """An engine's prefix-cache reuse so far: reused / looked-up prefix tokens (0 with no cache or no lookups)."""
+    cache = (stats or {}).get("prefix_cache") or {}
+    looked_up = cache.get("looked_up_tokens", 0)
+    return cache.get("reused_tokens", 0) / looked_up if looked_up else 0.0
+
+
+@dataclass
+class Ticket:
+    """A request at an engine, as the routing view counts it."""
+
+    engine: Engine
+    started: float  # time.monotonic() at dispatch
+    mode: str = ""  # the mode it was sent in
+    task: str | None = None  # the router's task type for it
+    estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
+    backlog_end: float | None = None  # its place in the block engine's backlog
+    load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
+    agrees: bool = True  # the agreement head expected block to answer as AR (verified's draft share is kept apart by it)
+    # `reestimate(tokens, share)`: the same estimate redone for a length (None: the predicted one)
+    # and the share of the tokens drafts wrote. The engine's calibration compares what the request
+    # took with it redone for the tokens it really wrote and its drafts' real share, so a length the
+    # router mispredicted or drafts that missed are not read as the engine being slow (they are
+    # priced apart). A (mode, task)'s own calibration compares with it redone at the predicted
+    # length: a task's lengths are mispredicted the same way every time (a label's p90 is 4 tokens,
+    # it writes 1), and AR's cost follows the length where block's follows the canvas, so only that
+    # makes the task's estimates in two modes comparable. Both take the drafts' real share: an
+    # estimate made before the task's share was known (priced by the suite's acceptance, 10x off
+    # for writing) would leave its factor meaningless once it is.
+    reestimate: Callable[[int | None, float], float | None] | None = None
+
+
+class RoutingView:
+    """Loads, queues, in-flight counts, backlog and calibration of the engines behind one gateway.
+
+    `engines` maps an engine name ("block", "ar") to its deployment handle; `telemetry` (optional)
+    gets each poll's queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
+
+    def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
+                 probe_timeout_s: float = PROBE_TIMEOUT_S):
+        self.engines = engines
+        self.poll_interval_s, self.probe_timeout_s = poll_interval_s, probe_timeout_s
+        self.health = EngineHealth(engines)
+        self.telemetry = telemetry
+        self.on_cost = on_cost  # called with the cost profile once it arrives (the gateway hands it to its router)
+        self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll
+        self.canvas_limit: int | None = None  # the checkpoint's canvas_length
+        self._polled: dict[Engine, EngineLoad | None] = {}  # last poll; None: did not answer
+        self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
+        self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
+        self.backlog = Backlog()  # estimated work ahead of the block engine
+        # Calibration is kept apart per `LoadState`: the profile prices a lone request on an idle
+        # machine well, and a batch, a queue or two engines sharing the cores only roughly; one factor
+        # for all would carry a busy spell's error into the next lone request (and back).
+        self.calibration: dict[tuple[Engine, LoadState], Calibration] = defaultdict(Calibration)  # (engine, load) -> its own
+        # (mode, task, load) -> its own, at the predicted length; not clamped at 4x (a task whose drafts miss runs
+        # 10x over a suite-based estimate) nor at 0.5x (a task whose p90 length is 4x what it writes)
+        self.by_task: dict[tuple[str, str, LoadState], Calibration] = defaultdict(lambda: Calibration(low=0.2, high=50.0))
+        self.draft_share: dict[DraftKey, DraftShare] = defaultdict(DraftShare)  # verified's drafts' share of its tokens
+        # (engine, load) -> a request's time outside the engine's own (dispatch to answer, less what the engine reports)
+        self.overhead: dict[tuple[Engine, LoadState], Overhead] = defaultdict(Overhead)
+        self.answered: dict[tuple[str, LoadState], int] = defaultdict(int)  # (mode, load at dispatch) -> requests answered
+        self._poller: asyncio.Task | None = None
+        self._first_poll: asyncio.Event | None = None
+
+    # ---- polling ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start polling (idempotent; restarts a poller that died)."""
+        if self._first_poll is None:
+            self._first_poll = asyncio.Event()
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.ensure_future(self._poll())
+
+    async def ready(self) -> None:
+        """The first requests wait (at most FIRST_POLL_WAIT_S) for the cost profile and a first
+        poll, so a burst at a fresh replica is routed by cost and counted in the backlog too."""
+        self.start()
+        if not self._first_poll.is_set():
+            try:
+                await asyncio.wait_for(self._first_poll.wait(), timeout=FIRST_POLL_WAIT_S)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _poll(self) -> None:
+        try:
+            self.cost = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=5.0)
+            if self.cost is not None and self.on_cost is not None:
+                self.on_cost(self.cost)
+        except Exception:
+            log.warning("no cost profile from the engines: cost-aware routing stays off")
+        try:
+            info = await asyncio.wait_for(self.engines["block"].info.remote(), timeout=5.0)
+            self.canvas_limit = info.canvas_length
+        except Exception:
+            pass  # the engine itself refuses an oversized canvas
+        while True:
+            self.health.wake.clear()
+            await asyncio.gather(*(self._probe(name, handle) for name, handle in self.engines.items()))
+            if self.telemetry is not None:
+                view = self.view()
+                self.telemetry.set_queue_depth({n: v.queue_ratio for n, v in view.items()}, {n: v.running for n, v in view.items()})
+            self._first_poll.set()
+            try:  # the next tick, or at once when a call has just seen an engine die
+                await asyncio.wait_for(self.health.wake.wait(), timeout=self.poll_interval_s)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _probe(self, name: Engine, handle) -> None:
+        """One load poll of one engine, which is also its health probe."""
+        try:
+            self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
+            self._finished_since_poll[name] = 0
+            self.health.probed(name, ok=True)
+        except Exception as exc:
+            self._polled[name] = None
+            if replica_died(exc):
+                self.health.died(name)
+            self.health.probed(name, ok=False)
+
+    # ---- the view -----------------------------------------------------------------------------------
+
+    def view(self) -> dict[Engine, EngineView]:
+        """Each polled engine's occupancy: the poll less what finished since, or this gateway's own
+        in-flight count when that is higher; the block engine's backlog; each engine's calibration.
+        An engine that did not answer its poll, or is down, is unreachable (queue ratio 1.0)."""
+        out = {}
+        for name, load in self._polled.items():
+            if load is None or self.health.is_down(name):
+                out[name] = EngineView(queue_ratio=1.0, reachable=False)
+                continue
+            total = self._occupied(name)
+            running = min(total, load.capacity)
+            state = self.load_state(name)
+            out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
+                                   calibration=self.calibration[(name, state)].factor,
+                                   overhead_ms=self.overhead[(name, state)].ms,
+                                   backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
+                                   by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
+                                            if ENGINE_OF_MODE[m] == name and at == state and c.count >= TASK_EVIDENCE},
+                                   prefix_reuse=prefix_reuse(load.stats),
+                                   draft_share={k: d.share for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {},
+                                   idle=state == IDLE,
+                                   seen=frozenset(m for (m, at), n in self.answered.items() if ENGINE_OF_MODE[m] == name and at == state and n))
+        return out
+
+    def _occupied(self, name: Engine) -> int:
+        """Requests at an engine now: its last poll less what finished since, or this gateway's own
+        in-flight count when that is higher."""
+        load = self._polled.get(name)
+        polled = max(0, load.queued + load.running - self._finished_since_poll[name]) if load is not None else 0
+        return max(polled, self._in_flight[name])
+
+    def load_state(self, name: Engine) -> LoadState:
+        return LoadState(busy=self._occupied(name) > 0, others_busy=any(self._occupied(e) > 0 for e in self.engines if e != name))
+
+    # ---- what this gateway sends ----------------------------------------------------------------------
+
+    def dispatched(self, gen: GenerationRequest, estimate_ms: float | None, service_ms: float | None, task: str | None = None,
+                   reestimate: Callable[[int | None, float], float | None] | None = None, agrees: bool = True) -> Ticket:
+        """Count `gen` at its engine, with the cost profile's estimate of its finish (calibrated
+        against what happens, for its engine and for its mode and `task`; `reestimate` redoes it for
+        the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog.
+        `agrees`: the agreement head expected block to answer as AR (a `DraftKey`'s half)."""
+        engine = ENGINE_OF_MODE[gen.mode]
+        ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
+                        load=self.load_state(engine), agrees=agrees)
+        if engine == "block" and service_ms is not None:
+            ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
+        self._in_flight[engine] += 1
+        return ticket
+
+    def returned(self, ticket: Ticket, ok: bool, stats: DecodeStats | None = None) -> None:
+        """`ticket`'s request is back (`ok`: answered); `stats`: what decoding it cost (its tokens,
+        its drafts' share, the engine's own time), read for calibration and verified's draft share."""
+        now = time.monotonic()
+        self._in_flight[ticket.engine] -= 1
+        self._finished_since_poll[ticket.engine] += 1
+        if ticket.backlog_end is not None:
+            self.backlog.done(ticket.backlog_end, now)
+        estimate = as_priced = ticket.estimate_ms
+        if ok and estimate and stats is not None and stats.output_tokens and ticket.reestimate is not None:
+            share = stats.accepted / stats.output_tokens
+            estimate, as_priced = ticket.reestimate(stats.output_tokens, share), ticket.reestimate(None, share)
+        if ok and estimate:
+            observed = (now - ticket.started) * 1000.0
+            if stats is not None and stats.latency_s > 0:  # the engine's own time (its queue and decode) is what the profile prices
+                engine_ms = min(observed, stats.latency_s * 1000.0)
+                self.overhead[(ticket.engine, ticket.load)].observe(observed - engine_ms)
+                observed = engine_ms
+            self.calibration[(ticket.engine, ticket.load)].observe(observed, estimate)
+            self.answered[(ticket.mode, ticket.load)] += 1
+            if ticket.task and as_priced:  # at the predicted length (see Ticket.reestimate)
+                self.by_task[(ticket.mode, ticket.task, ticket.load)].observe(observed, as_priced)
+        if ok and stats is not None and ticket.mode == "verified" and ticket.task and stats.output_tokens:
+            self.draft_share[DraftKey(ticket.task, ticket.agrees)].observe(stats.accepted, stats.output_tokens)
+
+    def snapshot(self) -> dict:
+        """For /admin/stats."""
+        return {"calibration": {e: round(self.calibration[(e, IDLE)].factor, 3) for e in self.engines},
+                "overhead_ms": {f"{e} ({state.label})": round(o.ms, 1) for (e, state), o in self.overhead.items() if o.count},
+                "calibration_by_load": {f"{e} ({state.label})": round(c.factor, 3) for (e, state), c in self.calibration.items() if c.count},
+                "calibration_by_task": {f"{m}/{t}" + ("" if state == IDLE else f" ({state.label})"): round(c.factor, 3)
+                                        for (m, t, state), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
+                "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
+                "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
+                "draft_share_by_task": {k.label: round(d.share, 3) for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
+                "answered_by_load": {f"{m} ({state.label})": n for (m, state), n in self.answered.items()},
+                "health": self.health.snapshot()}

@@ -1,0 +1,170 @@
+"""One request at the engines: a bounded call, and once more in the policy's failure mode.
+
+`Failover.attempt(gen, decision, call)` runs `call` (a whole answer, or a stream's first item) on
+the engine for the decided mode. Every wait is bounded: by the request's deadline
+(`request_timeout_s`, failover included, so a failover gets what is left, never a fresh
+timeout) and by the engine's health (`router.decision.engine_health`): nothing is sent to an engine that
+is down, and an engine that goes down fails over at once the requests still waiting on it. On a
+503 (failure, timeout, down) it tries once more in the policy's `on_engine_failure` mode when that
+engine is up and the cost profile expects it to finish in the time left; otherwise the client
+gets the 503, with Retry-After. Abandoned work is cancelled at the engine (`cancelling`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from engines.errors import EngineUnavailableError, TandemError
+from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
+from router.decision.decide import expected_cached_tokens
+from router.decision.engine_health import RETRY_AFTER_S, replica_died
+from router.decision.features import PromptSize
+from router.decision.routing_view import RoutingView, Ticket
+from router.gateway.telemetry import engine_span
+
+log = logging.getLogger("tandem.gateway")
+
+
+async def cancelling(response):
+    """Await a DeploymentResponse; if this await is cancelled (a timeout, a client gone), cancel
+    the engine's work too. Ray Serve only does that when the whole HTTP request is cancelled, so
+    without it a timed-out attempt keeps its scheduler slot while its failover runs elsewhere."""
+    try:
+        return await response
+    except asyncio.CancelledError:
+        response.cancel()
+        raise
+
+
+class Failover:
+    """The engine calls of one Gateway: `engines` by name, its routing `view`, its `router` (policy,
+    cost profile), `telemetry`, the request deadline `timeout_s`, and `on_error(status, code,
+    decision, mode)` for the error a client gets."""
+
+    def __init__(self, engines: dict, view: RoutingView, router, telemetry, timeout_s: float, on_error: Callable):
+        self.engines, self.view, self.router, self.telemetry = engines, view, router, telemetry
+        self.timeout_s, self.on_error = timeout_s, on_error
+
+    async def attempt(self, gen: GenerationRequest, decision, call: Callable[[GenerationRequest], Awaitable]) -> tuple:
+        """`call(request)` on the engine for `gen.mode`, bounded by the request's deadline
+        (request_timeout_s, failover included) and by the engine's health: nothing is sent to an
+        engine that is down, and an engine that goes down fails over the requests waiting on it at
+        once. On a 503 (failure, timeout, down) once more in the policy's on_engine_failure mode,
+        if that engine is up and can finish in the time left. Returns `call`'s result (a tuple's
+        items spread) + (ticket, mode, degraded); the caller returns the ticket. Raises the last
+        TandemError (a 503 with Retry-After)."""
+        deadline = time.monotonic() + self.timeout_s
+        mode, error = gen.mode, None
+        for attempt in range(2):
+            request = gen if attempt == 0 else dataclasses.replace(gen, mode=mode)
+            engine = ENGINE_OF_MODE[mode]
+            with self.telemetry.tracer.start_as_current_span("tandem.engine", attributes={"mode": mode, "attempt": attempt}) as span:
+                if self.view.health.is_down(engine):
+                    out = EngineUnavailableError(f"the {mode} engine is down (its replica is restarting)")
+                else:
+                    ticket = self._dispatch(request, decision)
+                    out = await self._bounded(call(request), engine, mode, deadline)
+                    if not isinstance(out, TandemError):
+                        if isinstance(out, GenerationResult):
+                            engine_span(self.telemetry.tracer, span, out)
+                        return (*(out if isinstance(out, tuple) else (out,)), ticket, mode, attempt > 0)
+                    self.view.returned(ticket, ok=False)
+                span.set_attribute("error.code", out.code)
+            error = out
+            if out.status != 503 or (mode := self._failover_mode(mode, gen, decision, deadline)) is None:
+                break
+        if error.status == 503:
+            error.headers.setdefault("Retry-After", str(round(RETRY_AFTER_S)))
+        self.on_error(error.status, code=error.code, decision=decision, mode=mode)
+        raise error
+
+    async def _bounded(self, work: Awaitable, engine: str, mode: str, deadline: float):
+        """`work`'s result, or the TandemError that ends the wait: the deadline passed, the engine
+        went down, the engine failed. The abandoned work is cancelled (`cancelling`: the engine
+        drops its row at the next step)."""
+        task = asyncio.ensure_future(work)
+        went_down = self.view.health.went_down(engine)
+        try:
+            await asyncio.wait((task, went_down), timeout=max(0.0, deadline - time.monotonic()), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the client went away
+            task.cancel()
+            raise
+        if not task.done():
+            task.cancel()
+            if went_down.done():
+                return EngineUnavailableError(f"the {mode} engine went down")
+            return EngineUnavailableError(f"the {mode} engine did not answer in {self.timeout_s:.0f} s", code="engine_timeout")
+        exc = task.exception()
+        if exc is None:
+            return task.result()
+        if isinstance(exc, TandemError):
+            return exc
+        if replica_died(exc):  # the replica is gone: probe the engine now, so the requests queued behind it fail over too
+            self.view.health.died(engine)
+        return EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}")
+
+    def _failover_mode(self, mode: str, gen: GenerationRequest, decision, deadline: float) -> str | None:
+        """The policy's on_engine_failure mode for `mode`, if its engine is up and the cost
+        profile (calibrated) expects it to finish before the deadline; else None (a 503)."""
+        alt = self.router.policy.on_engine_failure.get(mode)
+        if alt is None or self.view.health.is_down(ENGINE_OF_MODE[alt]):
+            return None
+        left_ms = (deadline - time.monotonic()) * 1000.0
+        if left_ms <= 0:  # the first attempt used the whole deadline
+            return None
+        view = self.view.view()
+        tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
+        steps = gen.max_denoising_steps or getattr(self.router.cost, "steps", 0)
+        estimate = self.router.finish_estimate(alt, tokens, steps, gen.canvas, decision.task, view,
+                                               PromptSize(decision.prompt_tokens, decision.prefix_tokens),
+                                               agrees=self.router.draft_key(decision).agrees)
+        if estimate is not None:
+            estimate = view[ENGINE_OF_MODE[alt]].priced(alt, decision.task, estimate)
+            if estimate > left_ms:
+                log.info("request %s: %s cannot finish in the %.0f ms left (est. %.0f ms); no failover", gen.request_id, alt, left_ms, estimate)
+                return None
+        return alt
+
+    async def call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
+        return await cancelling(self.engines[ENGINE_OF_MODE[request.mode]].generate.remote(request))
+
+    async def open_stream(self, request: GenerationRequest):
+        """Start streaming and wait for the first item, so that a full queue is a real 429 and a
+        failed engine degrades before any byte is sent. Returns (stream, first item or None)."""
+        stream = self.engines[ENGINE_OF_MODE[request.mode]].options(stream=True).stream.remote(request)
+        try:
+            first = await stream.__anext__()
+        except StopAsyncIteration:
+            return stream, None
+        except BaseException:
+            stream.cancel()
+            raise
+        if isinstance(first, TandemError):
+            stream.cancel()
+            return first
+        return stream, first
+
+    def _dispatch(self, gen: GenerationRequest, decision) -> Ticket:
+        cost, estimate, service = self.router.cost, None, None
+        if cost is not None:
+            tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
+            steps = gen.max_denoising_steps or cost.steps
+            prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
+            key = self.router.draft_key(decision)
+            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
+            engine = view.get(ENGINE_OF_MODE[gen.mode])
+            cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
+            share = engine.draft_share.get(key) if engine is not None and decision.task else None
+            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached, share)
+
+            def reestimate(written: int | None, drafted_share: float) -> float | None:
+                length = tokens if written is None else max(1, written)
+                return self.router.finish_estimate(gen.mode, length, steps, gen.canvas, decision.task, view, prompt, drafted_share,
+                                                   agrees=key.agrees)
+
+            return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
+        return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=self.router.draft_key(decision).agrees)

@@ -1,0 +1,293 @@
+"""The Gateway: orchestration of one request, from a validated OpenAI body to its response.
+
+`serve()`: route (`Router.decide`: learned prediction + live policy + the routing view) -> the
+engine deployment for the decided mode (`BlockEngine` serves block and verified, `AREngine` AR)
+through one failover loop (`router.gateway.failover`: waits bounded by the request's deadline and the
+engines' health; on a failure once more in the policy's `on_engine_failure` mode, else the
+error) -> the OpenAI response or SSE chunks (tool calls read back by `router.gateway.tool_calls`), with
+the decision in headers and in a `tandem` body object -> the outcome: stats, metrics, shadow
+verification and the decisions log, off the request path.
+
+Streamed and whole responses share that path. An answer with tools or a JSON response_format is
+decoded under its grammar (`router.gateway.structured`), so it parses whether it is streamed or not.
+
+The HTTP layer is `router.gateway.ingress` (routes, errors) and `router.gateway.admin` (the admin API); this
+class is plain, so tests can build one with small real parts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+
+from fastapi.responses import JSONResponse, StreamingResponse
+from engines.defaults import DEFAULT_MAX_TOKENS
+from engines.errors import EngineUnavailableError, TandemError, UnprocessableError
+from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
+from router.gateway.answers import closing_chunks, delta_chunks, whole_answer
+from router.gateway.openai_api import DONE, chat_chunk, new_id, sse
+from router.gateway.calls import Call
+from router.gateway.decision_feed import DecisionFeed, feed_entry
+from router.decision.engine_health import replica_died
+from router.gateway.failover import Failover, cancelling
+from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, RoutingView, Ticket
+from router.gateway.schemas import check_off_loop
+from router.gateway.tool_calls import CallReader
+
+log = logging.getLogger("tandem.gateway")
+
+MODELS = ("tandem", "tandem-block", "tandem-verified", "tandem-ar")
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+def replica_gateway() -> "Gateway":
+    """The Gateway of this Ray Serve replica: the routes' dependency (tests override it)."""
+    from ray import serve
+
+    return serve.get_replica_context().servable_object
+
+
+class Gateway:
+    def __init__(
+        self,
+        block_engine,
+        ar_engine,
+        policy_source: str | None = None,
+        router_model: str | None = None,
+        redis_url: str | None = None,
+        key_prefix: str = "tandem:",
+        admin_token_env: str = "TANDEM_ADMIN_TOKEN",
+        telemetry: str = "none",
+        request_timeout_s: float = 120.0,
+        probe_interval_s: float = POLL_INTERVAL_S,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        decisions_log: dict | None = None,
+    ):
+        from policies.stores import store_kind
+        from router.decision.decide import Router
+        from router.gateway.decisions_log import DecisionsLogSettings
+        from router.gateway.telemetry import GatewayStats, Telemetry
+
+        self.engines = {"block": block_engine, "ar": ar_engine}
+        source = policy_source or os.environ.get("TANDEM_POLICY_SOURCE")
+        store_kwargs = {"prefix": key_prefix} if source and store_kind(source) == "redis" else {}
+        self.router = Router(model_path=router_model, policy_source=source, **store_kwargs)
+        self.redis = None
+        redis_url = redis_url or (source if source and store_kind(source) == "redis" else None)  # the log follows the policy store
+        if redis_url:
+            from policies.stores.base import redis_client
+
+            self.redis = redis_client(redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        self.key_prefix = key_prefix
+        self.decisions_stream = f"{key_prefix}decisions"
+        self.decisions_log = DecisionsLogSettings.model_validate(decisions_log or {})  # default: no prompt text, 7 days, 64 MiB
+        self.admin_token = os.environ.get(admin_token_env) or None
+        self.telemetry = Telemetry(telemetry)
+        self.stats = GatewayStats()
+        self.feed = DecisionFeed()  # the console's live view of decisions and outcomes
+        # the router prices modes (cost-aware routing) with the profile the view fetches from the engines
+        self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost),
+                                poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s)
+        self.timeout_s = request_timeout_s
+        self.failover = Failover(self.engines, self.view, self.router, self.telemetry, request_timeout_s, on_error=self._error)
+        self.max_body_bytes = max_body_bytes
+        self._background: set[asyncio.Task] = set()
+
+    # ---- the small routes -----------------------------------------------------------------------------
+
+    async def ready(self) -> dict:
+        self.view.start()  # the routing view (cost profile, queues) starts filling before traffic does
+        try:
+            infos = await asyncio.wait_for(asyncio.gather(*(h.info.remote() for h in self.engines.values())), timeout=5.0)
+        except Exception as exc:
+            raise EngineUnavailableError(f"engines not ready: {type(exc).__name__}", code="not_ready") from None
+        return {"status": "ready", "engines": {n: dataclasses.asdict(i) for n, i in zip(self.engines, infos)},
+                "policy_version": self.router.policy.version}
+
+    # ---- one request ------------------------------------------------------------------------------------
+
+    async def serve(self, call: Call, headers: dict[str, str]):
+        """Route `call`, run it, answer it (JSONResponse or StreamingResponse). Raises TandemError."""
+        await self.view.ready()
+        call.request_id = headers.get("x-request-id") or new_id("chatcmpl" if call.chat else "cmpl")
+        call.route = call.route.model_copy(update={"request_id": call.request_id})  # the shadow-verification draw
+        started = time.perf_counter()
+        tracer = self.telemetry.tracer
+        with tracer.start_as_current_span("tandem.request", attributes={"request.id": call.request_id, "request.model": call.model,
+                                                                       "request.stream": call.stream}) as root:
+            with tracer.start_as_current_span("tandem.route") as route_span:
+                try:
+                    decision = self.router.decide(call.route, self.view.view())
+                except TandemError as exc:
+                    self._error(exc.status, code=exc.code)
+                    raise
+                route_span.set_attributes({f"decision.{k}": v for k, v in decision.model_dump().items() if v is not None and not isinstance(v, dict)})
+            root.set_attribute("tandem.mode", decision.mode)
+            limit = self.view.canvas_limit
+            gen = dataclasses.replace(
+                call.gen, mode=decision.mode, max_new_tokens=call.gen.max_new_tokens or DEFAULT_MAX_TOKENS, request_id=call.request_id,
+                canvas=min(decision.canvas, limit) if decision.canvas and limit else decision.canvas, max_denoising_steps=decision.steps,
+                expected_tokens=decision.predicted_tokens,
+            )
+            out_headers = decision.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
+            if call.stream:
+                stream, first, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.open_stream)
+                out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
+                body = self._stream_chunks(call, stream, first, ticket, decision, mode, degraded, started)
+                return StreamingResponse(body, media_type="text/event-stream", headers=out_headers)
+            result, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.call_generate)
+            self.view.returned(ticket, ok=True, stats=result.stats)
+            await self._check_content(call, result)
+            self._finish(call, gen, result, mode, degraded, decision, started, ticket)
+            out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
+            return JSONResponse(whole_answer(call, result, self._tandem(decision, result, mode, degraded)), headers=out_headers)
+
+    async def _check_content(self, call: Call, result: GenerationResult) -> None:
+        """The grammar makes a finished JSON answer parse and validate; this guard says so loudly
+        (a 422, never a silent 200) if a grammar and its schema ever disagree."""
+        check = call.output.content_check
+        if check is None or result.finish_reason != "stop" or call.output.callable and result.text.startswith("<tool_call>"):
+            return
+        if not await check_off_loop(check.matches, result.text):
+            log.error("answer under a grammar does not match its response_format (request %s)", call.request_id)
+            self._error(422, code="response_format_unsatisfied")
+            raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
+                                     code="response_format_unsatisfied", param="response_format")
+
+    # ---- streaming ----------------------------------------------------------------------------------------
+
+    async def _stream_chunks(self, call: Call, stream, first, ticket: Ticket, decision, mode: str, degraded: bool,
+                             started: float) -> AsyncIterator[str]:
+        created = int(time.time())
+        finished, stats = False, None
+        reader = CallReader(bool(call.output.callable))
+        try:
+            if call.chat:
+                yield chat_chunk(call.request_id, call.model, created, delta={"role": "assistant", "content": ""})
+            item, first_token = first, True
+            while item is not None:
+                if isinstance(item, str):
+                    if first_token and item:
+                        self.telemetry.ttft.record((time.perf_counter() - started) * 1000, {"mode": mode})
+                        first_token = False
+                    for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
+                        yield chunk
+                elif isinstance(item, GenerationResult):
+                    finished, stats = True, item.stats
+                    self._finish(call, dataclasses.replace(call.gen, mode=mode), item, mode, degraded, decision, started, ticket)
+                    for chunk in delta_chunks(call, created, reader.finish()):
+                        yield chunk
+                    finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
+                    for chunk in closing_chunks(call, created, finish, item, self._tandem(decision, item, mode, degraded)):
+                        yield chunk
+                    break
+                elif isinstance(item, TandemError):
+                    self._error(item.status, code=item.code, decision=decision, mode=mode)
+                    yield sse(item.body())
+                    break
+                try:
+                    item = await asyncio.wait_for(stream.__anext__(), timeout=self.timeout_s)
+                except StopAsyncIteration:
+                    item = None
+        except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
+            if replica_died(exc):
+                self.view.health.died(ENGINE_OF_MODE[mode])
+            self._error(503, code="engine_unavailable", decision=decision, mode=mode)
+            yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
+        finally:
+            self.view.returned(ticket, ok=finished, stats=stats)
+            stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
+        yield DONE
+
+    # ---- outcome: stats, metrics, shadow verification, decision log ---------------------------------------
+
+    def _tandem(self, decision, result: GenerationResult, mode: str, degraded: bool) -> dict:
+        s = result.stats
+        return {
+            "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
+            "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
+            "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
+            "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": degraded,
+            "closed_early": s.closed_early,
+        }
+
+    def _finish(self, call: Call, gen: GenerationRequest, result: GenerationResult, mode: str, degraded: bool, decision,
+                started: float, ticket: Ticket) -> None:
+        latency_ms = (time.perf_counter() - started) * 1000
+        s = result.stats
+        self.stats.record(mode, latency_ms, s.tokens_per_forward, s.drafted, s.accepted, degraded)
+        self.feed.add(feed_entry(decision, mode) | {
+            "status": 200, "stream": call.stream, "latency_ms": round(latency_ms, 1),
+            "estimate_ms": round(ticket.estimate_ms, 1) if ticket.estimate_ms is not None else None,
+            "output_tokens": s.output_tokens, "finish_reason": result.finish_reason, "tokens_per_forward": round(s.tokens_per_forward, 3),
+            "drafted": s.drafted, "accepted": s.accepted, "acceptance": round(s.acceptance_rate, 3) if mode == "verified" else None,
+            "degraded": degraded})
+        self.telemetry.requests.add(1, {"mode": mode, "task": decision.task, "rule": decision.rule, "status": "200"})
+        self.telemetry.latency.record(latency_ms, {"mode": mode})
+        if not call.stream:  # a stream records its first token as it goes
+            self.telemetry.ttft.record(latency_ms, {"mode": mode})
+        self.telemetry.tokens_per_forward.record(s.tokens_per_forward, {"mode": mode})
+        if mode == "verified":  # 0 when every draft was dropped unverified (AR steps wrote the answer)
+            self.telemetry.acceptance.record(s.acceptance_rate, {"mode": mode})
+        outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
+                   "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
+                   "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "looked_up": s.looked_up,
+                   "degraded": degraded}
+        shadow = decision.shadow_verify and mode == "block"
+        if shadow or self.redis is not None:
+            self._spawn(self._after(call.route, decision, gen, result.token_ids, outcome, shadow))
+
+    async def _after(self, route, decision, gen: GenerationRequest, answer_ids: list[int], outcome: dict, shadow: bool) -> None:
+        """Off the request path: shadow-verify a block answer, then log the decision with its outcome
+        (the agreement included: retraining learns from it where block's answers differ from AR's)."""
+        if shadow:
+            accepted = await self._shadow_verify(gen, answer_ids)
+            if accepted is not None:
+                outcome = outcome | {"shadow_agreement": round(accepted / len(answer_ids), 4)}
+        if self.redis is not None:
+            await asyncio.to_thread(self._log_decision, route, decision, outcome)
+
+    def _error(self, status: int, code: str | None = None, decision=None, mode: str | None = None) -> None:
+        """An answered error: /admin/stats, the requests counter and (with a decision: it was routed) the feed."""
+        self.stats.error(status)
+        self.telemetry.requests.add(1, {"status": str(status)})
+        if decision is not None:
+            self.feed.add(feed_entry(decision, mode or decision.mode) | {"status": status, "error": code})
+
+    def metrics_text(self) -> bytes:
+        """GET /metrics: every instrument in Prometheus text format, with the live policy's state."""
+        store = self.router.store.status()
+        self.telemetry.set_state(self.router.policy.version, bool(store.get("healthy", True)))
+        return self.telemetry.prometheus_text()
+
+    def _spawn(self, coroutine) -> None:
+        """Fire-and-forget work off the request path, kept referenced until done."""
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _shadow_verify(self, gen: GenerationRequest, answer_ids: list[int]) -> int | None:
+        """How many leading tokens of a block answer the model's AR choice accepts (the policy's
+        shadow_verify_rate): one encoder pass over prompt + answer, as verified mode's commit pass
+        would do; the client already has its answer. None when it could not be checked."""
+        if not answer_ids:
+            return None
+        try:
+            accepted = await asyncio.wait_for(cancelling(self.engines["block"].agreement.remote(gen, answer_ids)), timeout=self.timeout_s)
+        except Exception:
+            return None
+        self.stats.shadow(len(answer_ids), accepted)
+        self.telemetry.acceptance.record(accepted / len(answer_ids), {"mode": "block", "shadow": True})
+        return accepted
+
+    def _log_decision(self, route, decision, outcome: dict) -> None:
+        from router.gateway.decisions_log import log_decision, request_features
+
+        if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, self.decisions_log,
+                            stream=self.decisions_stream):
+            self.telemetry.decisions_dropped.add(1)

@@ -1,0 +1,344 @@
+"""OpenAI's Responses API (`POST /v1/responses`) as a translation over chat completions.
+
+A Responses request becomes a chat completion body (`to_chat_body`, `chat_request`), the gateway
+serves it as any chat request, and the chat completion becomes a `response` object
+(`to_response`); streaming is `router.gateway.responses_events`. Only what chat completions can serve is
+accepted: function tools, text input, text / JSON output. Other tool types, content parts or input
+items are a 400 naming them; `reasoning` items in the input are dropped (Tandem writes none, and
+they carry no text the model could read). Fields that change nothing here (`reasoning`, `include`,
+`user`, `truncation`) are accepted and ignored.
+
+`previous_response_id` replays the stored input and output items of an earlier response
+(`router.gateway.responses_store`); `instructions` are not carried over, as OpenAI does.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator, model_validator
+
+from engines.errors import InvalidRequestError
+from router.gateway.openai_api import ChatCompletionRequest, text_field, validation_error
+
+TEXT_PARTS = ("input_text", "output_text")  # content parts whose `text` the model reads
+ITEM_TYPES = ("message", "function_call", "function_call_output")
+DROPPED_ITEMS = ("reasoning",)
+
+
+def new_response_id() -> str:
+    return f"resp_{uuid.uuid4().hex}"
+
+
+def new_item_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+# ---- the request ---------------------------------------------------------------------------------------
+
+
+def _parts_text(parts: list[dict], what: str) -> str:
+    """Text content parts joined; any other part is a ValueError naming its type."""
+    texts = []
+    for part in parts:
+        if part.get("type") not in TEXT_PARTS or not isinstance(part.get("text"), str):
+            raise ValueError(f"{what}: content part type {part.get('type')!r} is not supported (only {', '.join(TEXT_PARTS)})")
+        texts.append(text_field(part["text"], what))
+    return "".join(texts)
+
+
+class InputMessage(BaseModel):
+    """A message item (`type` may be omitted, as the Agents SDK does for user input)."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["message"] = "message"
+    role: Literal["user", "system", "developer", "assistant"]
+    content: str | list[dict[str, Any]]
+
+    @field_validator("content")
+    @classmethod
+    def _text(cls, v):
+        _ = text_field(v, "content") if isinstance(v, str) else _parts_text(v, "content")
+        return v
+
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else _parts_text(self.content, "content")
+
+
+class FunctionCallItem(BaseModel):
+    """An earlier answer's call (`id` and `status`, if sent, are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["function_call"]
+    call_id: str = Field(..., min_length=1, max_length=256)
+    name: str = Field(..., min_length=1, max_length=64)
+    arguments: str = "{}"  # JSON text
+
+    @field_validator("arguments")
+    @classmethod
+    def _text(cls, v):
+        return text_field(v, "function_call arguments")
+
+
+class FunctionCallOutputItem(BaseModel):
+    """A tool's result, answering `call_id`."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["function_call_output"]
+    call_id: str = Field(..., min_length=1, max_length=256)
+    output: str | list[dict[str, Any]]
+
+    @field_validator("output")
+    @classmethod
+    def _text(cls, v):
+        _ = text_field(v, "output") if isinstance(v, str) else _parts_text(v, "output")
+        return v
+
+    def text(self) -> str:
+        return self.output if isinstance(self.output, str) else _parts_text(self.output, "output")
+
+
+def _item_kind(v: Any) -> str:
+    return (v.get("type") or "message") if isinstance(v, dict) else getattr(v, "type", "message")
+
+
+InputItem = Annotated[
+    Union[Annotated[InputMessage, Tag("message")], Annotated[FunctionCallItem, Tag("function_call")],
+          Annotated[FunctionCallOutputItem, Tag("function_call_output")]],
+    Discriminator(_item_kind),
+]
+_ITEMS = TypeAdapter(list[InputItem])
+# A string or items; tagged, so that a bad item is reported as itself, not also as "not a string".
+Input = Annotated[Union[Annotated[str, Tag("text")], Annotated[list[InputItem], Tag("items")]],
+                  Discriminator(lambda v: "text" if isinstance(v, str) else "items")]
+
+
+def _known_items(items: list) -> list:
+    """Drop reasoning items; name any item type chat completions cannot carry."""
+    unknown = sorted({str(_item_kind(i)) for i in items} - set(ITEM_TYPES) - set(DROPPED_ITEMS))
+    if unknown:
+        raise ValueError(f"input item types {', '.join(unknown)} are not supported (only {', '.join(ITEM_TYPES)})")
+    return [i for i in items if _item_kind(i) not in DROPPED_ITEMS]
+
+
+class FunctionTool(BaseModel):
+    """A Responses function tool: flat, not nested under `function` as in chat."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["function"] = "function"
+    name: str = Field(..., min_length=1, max_length=64)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+    def chat(self) -> dict:
+        return {"type": "function", "function": self.model_dump(exclude={"type"}, exclude_none=True)}
+
+
+class NamedToolChoice(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["function"]
+    name: str = Field(..., min_length=1, max_length=64)
+
+
+class TextFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    type: Literal["text", "json_object", "json_schema"] = "text"
+    name: str = Field("response", min_length=1, max_length=64)  # json_schema only
+    schema_: dict[str, Any] | None = Field(None, alias="schema")
+    description: str | None = None
+    strict: bool | None = None
+
+    @model_validator(mode="after")
+    def _schema_given(self):
+        if self.type == "json_schema" and self.schema_ is None:
+            raise ValueError("text.format json_schema needs schema (a JSON Schema object)")
+        return self
+
+    def echo(self) -> dict:
+        """As the response object repeats it."""
+        if self.type != "json_schema":
+            return {"type": self.type}
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+    def chat(self) -> dict | None:
+        """As chat's `response_format`."""
+        if self.type == "text":
+            return None
+        if self.type == "json_object":
+            return {"type": "json_object"}
+        spec = self.model_dump(by_alias=True, exclude={"type"}, exclude_none=True)
+        return {"type": "json_schema", "json_schema": spec}
+
+
+class TextConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    format: TextFormat = Field(default_factory=TextFormat)
+
+
+class ResponsesRequest(BaseModel):
+    """`POST /v1/responses`, as far as chat completions can serve it."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = Field("tandem", min_length=1, max_length=256)
+    input: Input = Field(...)
+    instructions: str | None = None  # a leading system message; not carried to the next response
+    tools: list[FunctionTool] | None = Field(None, max_length=128)
+    tool_choice: Literal["auto", "none", "required"] | NamedToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    text: TextConfig | None = None
+    max_output_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)  # omitted: greedy, as in chat
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    stream: bool = False
+    previous_response_id: str | None = Field(None, min_length=1, max_length=256)
+    store: bool | None = None  # omitted: stored (OpenAI's default), when a store is configured
+    metadata: dict[str, str] | None = None
+    reasoning: dict[str, Any] | None = None  # ignored: no reasoning model
+    truncation: Literal["auto", "disabled"] | None = None  # ignored: a prompt over the context is a 400
+    user: str | None = None  # ignored
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _input(cls, v):
+        return _known_items(v) if isinstance(v, list) else v
+
+    @field_validator("input", "instructions")
+    @classmethod
+    def _text(cls, v, info):
+        return text_field(v, info.field_name) if isinstance(v, str) else v
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _function_tools(cls, v):
+        others = sorted({str(t.get("type")) for t in v or [] if isinstance(t, dict) and t.get("type", "function") != "function"})
+        if others:
+            raise ValueError(f"tool types {', '.join(others)} are not supported (only function tools)")
+        return v
+
+    @field_validator("tool_choice", mode="before")
+    @classmethod
+    def _named_function(cls, v):
+        if isinstance(v, dict) and v.get("type") != "function":
+            raise ValueError(f"tool_choice type {v.get('type')!r} is not supported: give 'auto', 'none', 'required' "
+                             "or {'type': 'function', 'name': ...}")
+        return v
+
+    def input_items(self) -> list[dict]:
+        """The input as items, as they are stored for a later previous_response_id."""
+        if isinstance(self.input, str):
+            return [{"type": "message", "role": "user", "content": self.input}]
+        return [item.model_dump(exclude_none=True) for item in self.input]
+
+
+# ---- request -> chat completion body -------------------------------------------------------------------
+
+
+def _chat_messages(items: list) -> list[dict]:
+    """Items -> chat messages. A function_call joins the assistant turn just before it (calls
+    that follow each other, or an answer's text and its calls, are one turn)."""
+    messages: list[dict] = []
+    for item in items:
+        if isinstance(item, InputMessage):
+            messages.append({"role": item.role, "content": item.text()})
+        elif isinstance(item, FunctionCallItem):
+            call = {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": item.arguments}}
+            if not messages or messages[-1]["role"] != "assistant":
+                messages.append({"role": "assistant", "content": None})
+            messages[-1].setdefault("tool_calls", []).append(call)
+        else:
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.text()})
+    return messages
+
+
+def _chat_tool_choice(choice) -> str | dict | None:
+    return {"type": "function", "function": {"name": choice.name}} if isinstance(choice, NamedToolChoice) else choice
+
+
+def to_chat_body(req: ResponsesRequest, history_items: list | None = None) -> dict:
+    """A chat completion body (validates as ChatCompletionRequest): instructions, then the stored
+    history, then this request's input."""
+    history = _ITEMS.validate_python(_known_items(history_items)) if history_items else []
+    items = [InputMessage(role="user", content=req.input)] if isinstance(req.input, str) else list(req.input)
+    system = [{"role": "system", "content": req.instructions}] if req.instructions else []
+    messages = system + _chat_messages(history + items)
+    if not messages:
+        raise InvalidRequestError("input holds no message", param="input", code="invalid_value")
+    body: dict[str, Any] = {"model": req.model, "messages": messages, "stream": req.stream}
+    if req.stream:
+        body["stream_options"] = {"include_usage": True}  # response.completed carries usage
+    optional = {
+        "tools": [t.chat() for t in req.tools] if req.tools else None,
+        "tool_choice": _chat_tool_choice(req.tool_choice),
+        "parallel_tool_calls": req.parallel_tool_calls,
+        "response_format": req.text.format.chat() if req.text else None,
+        "max_tokens": req.max_output_tokens,
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+    }
+    return body | {k: v for k, v in optional.items() if v is not None}
+
+
+def chat_request(req: ResponsesRequest, history_items: list | None = None) -> ChatCompletionRequest:
+    """`to_chat_body` validated; a body chat completions refuse is a 400 naming the chat field."""
+    try:
+        return ChatCompletionRequest.model_validate(to_chat_body(req, history_items))
+    except ValidationError as exc:
+        raise validation_error(list(exc.errors())) from None
+
+
+# ---- chat completion -> response object ----------------------------------------------------------------
+
+
+def message_item(item_id: str, text: str, status: str = "completed") -> dict:
+    return {"type": "message", "id": item_id, "status": status, "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}
+
+
+def function_call_item(item_id: str, call_id: str, name: str, arguments: str, status: str = "completed") -> dict:
+    return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments, "status": status}
+
+
+def response_usage(chat_usage: dict | None) -> dict | None:
+    if not chat_usage:
+        return None
+    i, o = chat_usage.get("prompt_tokens", 0), chat_usage.get("completion_tokens", 0)
+    return {"input_tokens": i, "output_tokens": o, "total_tokens": i + o,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+def response_object(req: ResponsesRequest, response_id: str, created_at: int, model: str, output: list[dict], status: str,
+                    usage: dict | None = None, tandem: dict | None = None, error: dict | None = None) -> dict:
+    """The `response` object; `status` is in_progress, completed, incomplete (the token budget ran
+    out) or failed (with `error`: {code, message})."""
+    return {
+        "id": response_id, "object": "response", "created_at": created_at, "status": status, "model": model,
+        "error": error, "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+        "output": output, "usage": usage, "instructions": req.instructions,
+        "tools": [t.model_dump(exclude_none=True) for t in req.tools or []],
+        "tool_choice": req.tool_choice.model_dump() if isinstance(req.tool_choice, NamedToolChoice) else req.tool_choice or "auto",
+        "parallel_tool_calls": req.parallel_tool_calls is not False,
+        "text": {"format": (req.text.format if req.text else TextFormat()).echo()},
+        "temperature": req.temperature, "top_p": req.top_p, "max_output_tokens": req.max_output_tokens,
+        "previous_response_id": req.previous_response_id, "metadata": req.metadata or {},
+        "truncation": req.truncation or "disabled", "user": req.user,
+    } | ({"tandem": tandem} if tandem is not None else {})
+
+
+def to_response(chat: dict, req: ResponsesRequest, response_id: str) -> dict:
+    """A chat.completion dict -> the response object: a message item for content, a function_call
+    item per tool call (call_id: the chat call's id); finish_reason length -> incomplete."""
+    choice = chat["choices"][0]
+    message, status = choice["message"], "incomplete" if choice.get("finish_reason") == "length" else "completed"
+    calls = message.get("tool_calls") or []
+    output = []
+    if message.get("content") or not calls:
+        output.append(message_item(new_item_id("msg"), message.get("content") or ""))
+    for c in calls:
+        output.append(function_call_item(new_item_id("fc"), c["id"], c["function"]["name"], c["function"]["arguments"]))
+    if status == "incomplete":
+        output[-1]["status"] = "incomplete"
+    return response_object(req, response_id, chat.get("created", int(time.time())), chat.get("model", req.model), output, status,
+                           response_usage(chat.get("usage")), chat.get("tandem"))

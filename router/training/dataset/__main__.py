@@ -1,6 +1,0 @@
-"""`python -m router.training.dataset`: write the routing data set (see the package docstring)."""
-
-from . import main
-
-if __name__ == "__main__":
-    raise SystemExit(main())
