@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from engines.batch import prefill
-from engines.block import context_length
+from engines.canvas import context_length
 from engines.lookup import ar_pass
 from engines.rows import Admit, Row, retire
 from engines.sampling import choose_tokens

@@ -27,28 +27,15 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 
 from engines.batch import SequenceBatch, prefill
+from engines.canvas import BlockParams, StopFlags, context_length
 from engines.logits import self_conditioning_embeddings, token_entropy
 from engines.rows import Admit, Row, retire
 from engines.sampling import RowSeededEntropyBoundSampler, StableAndConfident, schedule_temperature
-
-
-@dataclass(frozen=True)
-class BlockParams:
-    """Denoising settings shared by every row of a block batch (requests are grouped by them)."""
-
-    canvas: int  # canvas size in tokens
-    steps: int  # max denoising steps per canvas
-    t_min: float  # temperature at the last step
-    t_max: float  # temperature at the first step
-    stability_threshold: int  # steps the argmax canvas must stay unchanged to stop early
-    confidence_threshold: float  # mean entropy under which a stable canvas stops early
-    entropy_bound: float  # entropy-bound sampler budget per step
-    seeded: bool = False  # skeleton-seeded canvases (engines.seeded): rows with a skeleton batch apart
 
 
 @torch.inference_mode()
@@ -73,9 +60,10 @@ def denoise_canvas(
     done = torch.zeros(B, dtype=torch.bool, device=device)
     abandoned = torch.zeros(B, dtype=torch.bool, device=device)
     steps = torch.zeros(B, dtype=torch.long, device=device)
-    for remaining in reversed(range(1, params.steps + 1)):  # denoising runs N..1, as in the library
+    flags = StopFlags(B, params.check_every)
+    for step, remaining in enumerate(reversed(range(1, params.steps + 1))):  # denoising runs N..1, as in the library
         steps += ~done
-        sampler.active = ~done
+        sampler.active = flags.running
         logits = batch.denoise(current, self_conditioning, inputs)  # (B, C, V)
         if abandon_above is not None and remaining == params.steps:
             abandoned = head_entropy(logits) > abandon_above
@@ -90,13 +78,13 @@ def denoise_canvas(
         new_current = sampler.renoise_canvas(accepted, remaining)
         conditioning = self_conditioning_embeddings(batch.model, logits)  # (B, C, H)
         del logits  # before the next step's logits exist
-        if done.any():  # rows that already stopped keep their canvas and self-conditioning
+        if step > 0:  # rows that already stopped keep their canvas and self-conditioning
             new_argmax = torch.where(done[:, None], argmax, new_argmax)
             new_current = torch.where(done[:, None], current, new_current)
             conditioning = torch.where(done[:, None, None], self_conditioning, conditioning)
         done |= stop(new_argmax, entropy.mean(-1)) | abandoned
         argmax, current, self_conditioning = new_argmax, new_current, conditioning
-        if done.all():
+        if flags.read(done, step, remaining) and flags.all_stopped:
             break
     return argmax, steps, abandoned
 
@@ -108,11 +96,6 @@ def head_entropy(logits: torch.Tensor) -> torch.Tensor:
     """Mean entropy (nats) of the first PROBE_POSITIONS canvas positions per row: logits (B, C, V) -> (B,)."""
     head = torch.log_softmax(logits[:, :PROBE_POSITIONS].float(), dim=-1)
     return -(head.exp() * head).sum(-1).mean(-1)
-
-
-def context_length(model) -> int:
-    """Positions the model holds, prompt and output together (what `DiffusionEngine.validate` checks)."""
-    return model.config.text_config.max_position_embeddings
 
 
 def copy_rows(batch: SequenceBatch, rows: list[int]) -> SequenceBatch:

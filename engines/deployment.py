@@ -56,6 +56,8 @@ class EngineDeployment:
         max_wait_s: float = MAX_WAIT_S,
         prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS,
         sure_entropy: float | None = None,
+        compile: str = "off",
+        stop_check_every: int = 1,
     ):
         import torch
 
@@ -66,8 +68,9 @@ class EngineDeployment:
             torch.set_num_threads(threads)
         self.modes = tuple(modes)
         self.engine = DiffusionEngine.from_checkpoint(checkpoint or default_checkpoint(), dtype=dtype, device=device,
-                                                      prefix_cache_tokens=prefix_cache_tokens)
+                                                      prefix_cache_tokens=prefix_cache_tokens, compile=compile)
         self.engine.sure_entropy = sure_entropy
+        self.engine.stop_check_every = stop_check_every
         self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
 

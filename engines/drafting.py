@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from engines.block import BlockParams
+from engines.canvas import BlockParams
 from engines.cost import CostProfile
 from engines.sampling import make_generator
 

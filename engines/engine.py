@@ -26,8 +26,10 @@ from pathlib import Path
 
 from engines.ar import decode_ar
 from engines.constraint import GrammarTokenizer
+from engines.compiled import compile_model
 from engines.cost import CostProfile
-from engines.block import BlockParams, decode_block
+from engines.block import decode_block
+from engines.canvas import BlockParams
 from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
 from engines.prefix_cache import DEFAULT_CACHE_TOKENS, MIN_PREFIX_TOKENS, PrefixCache
@@ -40,8 +42,9 @@ from engines.verified import decode_verified
 
 
 class DiffusionEngine:
-    def __init__(self, loaded: LoadedModel, prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS):
+    def __init__(self, loaded: LoadedModel, prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS, compile: str = "off"):
         self.model = loaded.model
+        self.compiled = compile_model(self.model, compile)  # engines.compiled: the model's calls, compiled in place
         self.tokenizer = loaded.tokenizer
         self.path = loaded.path
         self.config = loaded.model.config
@@ -59,12 +62,13 @@ class DiffusionEngine:
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
         self.sure_entropy: float | None = None  # verified: where a row alone drafts (None: engines.drafting.SURE_ENTROPY)
         self.lookup = True  # greedy AR steps (AR mode, verified's) check prompt-lookup guesses (engines.lookup)
+        self.stop_check_every = 1  # denoising steps between host reads of the stop flags (engines.canvas.StopFlags)
         self._lock = threading.Lock()
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, dtype: str = "float32", device: str = "cpu",
-                        prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS) -> "DiffusionEngine":
-        return cls(load_checkpoint(path, dtype=dtype, device=device), prefix_cache_tokens)
+                        prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS, compile: str = "off") -> "DiffusionEngine":
+        return cls(load_checkpoint(path, dtype=dtype, device=device), prefix_cache_tokens, compile)
 
     # ---- validation -------------------------------------------------------------------------
 
@@ -83,6 +87,7 @@ class DiffusionEngine:
             confidence_threshold=float(pick(req.confidence_threshold, d.confidence_threshold or 0.005)),
             entropy_bound=float(pick(req.entropy_bound, d.sampler_config.entropy_bound if d.sampler_config else 0.1)),
             seeded=seeded,
+            check_every=self.stop_check_every,
         )
 
     def prompt_ids(self, req: GenerationRequest) -> list[int]:

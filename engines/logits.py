@@ -88,24 +88,43 @@ def self_conditioning_embeddings(model, logits: torch.Tensor) -> torch.Tensor:
     return (out * embed.embed_scale.to(weight.dtype)).view(*logits.shape[:-1], -1)
 
 
+class _Signal:
+    """The self-conditioning embeddings (B, C, H) the decoder's next call reads, or None."""
+
+    embeddings: torch.Tensor | None = None
+
+
+def _signal_of(model) -> _Signal:
+    """The model's self-conditioning slot: one forward pre-hook on the decoder's self-conditioning
+    block, installed once and kept. It hands the block the slot's embeddings instead of what the
+    decoder computed (zeros, since the decoder is called without logits). A hook that stays put
+    keeps the decoder's code the same from call to call, which a compiled decoder needs (adding and
+    removing a hook around every call would change what torch.compile guards on)."""
+    block = model.model.decoder.self_conditioning
+    signal = getattr(block, "_tandem_signal", None)
+    if signal is None:
+        signal = block._tandem_signal = _Signal()
+
+        def supply(module, args):
+            if signal.embeddings is None:
+                return None
+            # the decoder calls self_conditioning(inputs_embeds, soft_embeddings): fail loudly if that changes
+            assert len(args) == 2 and args[1].shape == signal.embeddings.shape, "the decoder's self-conditioning call changed shape"
+            return args[0], signal.embeddings
+
+        block.register_forward_pre_hook(supply)
+    return signal
+
+
 @contextmanager
 def self_conditioned_by(model, embeddings: torch.Tensor | None):
     """Run the decoder with `embeddings` (B, C, H) as its self-conditioning signal: the library
-    takes last step's full logits and turns them into these inside its forward; a hook hands it
-    the embeddings computed above instead (the decoder is called without logits, so it would pass
-    zeros: the first step's signal). With None, the decoder runs as it is."""
-    if embeddings is None:
-        yield
-        return
-    block = model.model.decoder.self_conditioning
-
-    def supply(module, args):
-        # the decoder calls self_conditioning(inputs_embeds, soft_embeddings): fail loudly if that changes
-        assert len(args) == 2 and args[1].shape == embeddings.shape, "the decoder's self-conditioning call changed shape"
-        return args[0], embeddings
-
-    handle = block.register_forward_pre_hook(supply)
+    takes last step's full logits and turns them into these inside its forward; the model's
+    self-conditioning slot (`_signal_of`) hands it the embeddings computed above instead. With
+    None, the decoder runs as it is (zeros: the first step's signal)."""
+    signal = _signal_of(model)
+    signal.embeddings = embeddings
     try:
         yield
     finally:
-        handle.remove()
+        signal.embeddings = None

@@ -47,12 +47,14 @@ class RowSeededEntropyBoundSampler(EntropyBoundSampler):
         super().__init__(EntropyBoundSamplerConfig(entropy_bound=float(entropy_bound)), canvas_length, vocab_size, 0)
         self.generators = generators
         self.greedy = greedy
-        self.active = torch.ones(len(generators), dtype=torch.bool)  # (B,)
+        # Host-side: rows still denoising as of the last read of the stop flags (engines.block.StopFlags).
+        # A list, not a device tensor, so choosing who draws never reads the device inside a step.
+        self.active: list[bool] = [True] * len(generators)
 
     def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
         assert batch_size == len(self.generators), f"{len(self.generators)} generators for a batch of {batch_size}"
         canvas = torch.zeros(batch_size, self.canvas_length, dtype=torch.long, device=device)
-        for b in torch.nonzero(self.active).flatten().tolist():
+        for b in active_rows(self.active):
             canvas[b] = torch.randint(0, self.vocab_size, (self.canvas_length,), generator=self.generators[b], device=device)
         return canvas
 
@@ -60,7 +62,7 @@ class RowSeededEntropyBoundSampler(EntropyBoundSampler):
         """One token per canvas position from the step's logits (B, C, V) as the library draws it
         (`multinomial` over their softmax), for active rows; inactive rows get 0."""
         out = torch.zeros(logits.shape[:2], dtype=torch.long, device=logits.device)
-        for b in torch.nonzero(self.active).flatten().tolist():
+        for b in active_rows(self.active):
             out[b] = sample_tokens(logits[b], self.generators[b], self.greedy)
         return out
 
@@ -71,6 +73,11 @@ class RowSeededEntropyBoundSampler(EntropyBoundSampler):
         chosen = torch.cumsum(ordered, dim=-1) - ordered <= self.entropy_bound
         self.accepted_token_mask = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
         return torch.where(self.accepted_token_mask, sampled, current)
+
+
+def active_rows(active: list[bool]) -> list[int]:
+    """Indices of the rows marked active (a host-side list: no device read)."""
+    return [b for b, on in enumerate(active) if on]
 
 
 class StableAndConfident(StableAndConfidentStoppingCriteria):

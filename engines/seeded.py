@@ -21,9 +21,10 @@ import time
 import torch
 
 from engines.batch import prefill
+from engines.canvas import StopFlags
 from engines.logits import sample_tokens, self_conditioning_embeddings, token_entropy
 from engines.rows import Row
-from engines.sampling import RowSeededEntropyBoundSampler, StableAndConfident, schedule_temperature
+from engines.sampling import RowSeededEntropyBoundSampler, StableAndConfident, active_rows, schedule_temperature
 from engines.skeleton import MAX_CAPACITY, CanvasLayout, Fixed, SlotSpan
 
 KINDS = ("fixed", "string", "integer", "number", "enum", "json")
@@ -119,7 +120,7 @@ class SlotSampler(RowSeededEntropyBoundSampler):
 
     def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
         canvas = torch.zeros(batch_size, self.canvas_length, dtype=torch.long, device=device)
-        for b in torch.nonzero(self.active).flatten().tolist():
+        for b in active_rows(self.active):
             canvas[b, : self.lengths[b]] = torch.randint(0, self.vocab_size, (self.lengths[b],), generator=self.generators[b], device=device)
         return canvas
 
@@ -147,9 +148,10 @@ def denoise_seeded(batch, generators: list[torch.Generator], params, seeding: Se
     self_conditioning = None  # (B, C, H)
     done = torch.zeros(B, dtype=torch.bool, device=device)
     steps = torch.zeros(B, dtype=torch.long, device=device)
-    for remaining in reversed(range(1, params.steps + 1)):
+    flags = StopFlags(B, params.check_every)
+    for step, remaining in enumerate(reversed(range(1, params.steps + 1))):
         steps += ~done
-        sampler.active = ~done
+        sampler.active = flags.running
         logits = seeding.constrain_(batch.denoise(full(current), self_conditioning, inputs))  # (B, C, V)
         logits.div_(schedule_temperature(params.t_min, params.t_max, params.steps, remaining))
         sampled = torch.zeros(B, S, dtype=torch.long, device=device)
@@ -158,7 +160,7 @@ def denoise_seeded(batch, generators: list[torch.Generator], params, seeding: Se
         for b in range(B):
             slot_logits = logits[b, :, :vocab].index_select(0, seeding.index[b])  # (S, V): row b's slots
             n = seeding.lengths[b]
-            if n and sampler.active[b]:  # a row draws for its own slots only, as it would alone
+            if n and flags.running[b]:  # a row draws for its own slots only, as it would alone
                 sampled[b, :n] = sample_tokens(slot_logits[:n], generators[b])
             new_argmax[b] = slot_logits.argmax(-1)
             entropy[b] = token_entropy(slot_logits)
@@ -166,14 +168,14 @@ def denoise_seeded(batch, generators: list[torch.Generator], params, seeding: Se
         new_current = sampler.renoise_canvas(accepted, remaining)
         conditioning = self_conditioning_embeddings(batch.model, logits)  # (B, C, H)
         del logits
-        if done.any():  # rows that already stopped keep their canvas and self-conditioning
+        if step > 0:  # rows that already stopped keep their canvas and self-conditioning
             new_argmax = torch.where(done[:, None], argmax, new_argmax)
             new_current = torch.where(done[:, None], current, new_current)
             conditioning = torch.where(done[:, None, None], self_conditioning, conditioning)
         slot_entropy = entropy.masked_fill(seeding.step_fixed.gather(1, seeding.index), 0.0)  # enum slots and padding: one-hot
         done |= stop(new_argmax, slot_entropy.sum(-1) / seeding.slot_positions)
         argmax, current, self_conditioning = new_argmax, new_current, conditioning
-        if done.all():
+        if flags.read(done, step, remaining) and flags.all_stopped:
             break
     return full(argmax), steps
 

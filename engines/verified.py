@@ -36,7 +36,8 @@ import torch
 from engines.ar import decode_ar, next_tokens
 from engines.choices import ar_choices
 from engines.batch import SequenceBatch, prefill
-from engines.block import BlockParams, context_length, copy_rows, denoise_canvas
+from engines.block import copy_rows, denoise_canvas
+from engines.canvas import BlockParams, context_length
 from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
 from engines.logits import token_entropy
 from engines.lookup import ar_pass, encode_checked

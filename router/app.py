@@ -7,6 +7,8 @@ the config's `deployments` section, by name: `Gateway`, `BlockEngine`, `AREngine
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, PREFIX_CACHE_TOKENS
@@ -24,6 +26,13 @@ class EngineArgs(BaseModel):
     max_wait_s: float = Field(MAX_WAIT_S, gt=0, description="How long an incompatible request waits before running batches stop admitting.")
     prefix_cache_tokens: int = Field(
         PREFIX_CACHE_TOKENS, ge=0, description="Prompt-head tokens whose KV each replica keeps for reuse (system prompt, tools, earlier turns); 0: off.")
+    compile: Literal["off", "on", "auto"] = Field(
+        "off", description="Compiled canvas steps (engines/compiled.py): off (eager, the reference), on, or auto (on for CUDA devices). "
+                           "Each new shape compiles on first use (10-60 s on a CPU) until the static cache bounds them: opt-in for now.")
+    stop_check_every: int = Field(
+        1, ge=1, description="Denoising steps between the host's reads of a canvas's stop flags (engines/canvas.py); 1 reads after "
+                             "every step (the library's loop); more never waits on the device inside a canvas, at up to that many "
+                             "minus one extra steps.")
     sure_entropy: float | None = Field(
         None, gt=0, description="Verified mode: a row alone drafts only where the entropy (nats) of AR's next-token choice is under this; "
                                 "null: engines.drafting.SURE_ENTROPY, measured on the shipped model (another checkpoint may want its own).")

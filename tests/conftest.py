@@ -25,7 +25,8 @@ def tiny_checkpoint(tmp_path_factory):
 def engine(tiny_checkpoint):
     from engines import DiffusionEngine
 
-    return DiffusionEngine.from_checkpoint(tiny_checkpoint)
+    # TANDEM_TEST_COMPILE=on runs every engine test on compiled model calls (engines/compiled.py)
+    return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile=os.environ.get("TANDEM_TEST_COMPILE", "off"))
 
 
 @pytest.fixture

@@ -26,7 +26,8 @@ from pathlib import Path
 import torch
 
 from engines.batch import SequenceBatch, left_pad
-from engines.block import BlockParams, denoise_canvas
+from engines.block import denoise_canvas
+from engines.canvas import BlockParams
 from engines.cost import CostProfile
 from engines.sampling import make_generator
 from lab.bench.engines import load_engine

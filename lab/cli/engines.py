@@ -52,6 +52,8 @@ def _lazy(module: str, func: str = "main"):
 def _lazy_shape_or(module: str):
     """`tandem bench engines`: the checkpoint benchmark, or with --shape the random-weight one."""
     def run(args):
+        if args.compile_compare:
+            return _lazy("lab.bench.compile_compare")(args)
         return _lazy("lab.bench.shape" if args.shape else module)(args)
     return run
 
@@ -72,6 +74,10 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="bfloat16", help="with --shape: weight dtype")
     p.add_argument("--device", default="cpu", help="with --shape: cpu or cuda[:N]")
     p.add_argument("--batches", type=_batch_sizes, default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
+    p.add_argument("--compile-compare", action="store_true",
+                   help="eager and compiled model calls side by side: tok/s, operator dispatches per call, host syncs, identity")
+    p.add_argument("--stop-check-every", type=_bounded(int, 1), default=None,
+                   help="with --compile-compare: denoising steps between reads of the stop flags (default 1; 4 with --shape)")
     p.set_defaults(func=_lazy_shape_or("lab.bench.engines"))
 
 

@@ -6,7 +6,8 @@ import torch
 
 from engines import logits as wide
 from engines.batch import SequenceBatch
-from engines.block import BlockParams, denoise_canvas
+from engines.block import denoise_canvas
+from engines.canvas import BlockParams
 from engines.sampling import make_generator
 from engines.shapes import build_random_model, shape_config
 from lab.bench.peak_memory import peak_memory

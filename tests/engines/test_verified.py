@@ -5,7 +5,7 @@ import torch
 
 import engines.verified
 from engines.batch import SequenceBatch
-from engines.block import BlockParams
+from engines.canvas import BlockParams
 from engines import GenerationRequest
 from engines.drafting import DraftCosts
 from tests.engines.factories import PROMPTS, chat
