@@ -106,14 +106,18 @@ class EngineDeployment:
 
         return await asyncio.to_thread(self.engine.agreement, request, answer_ids)
 
-    def load(self) -> EngineLoad:
+    async def load(self) -> EngineLoad:
+        """The gateway's load poll, which is also its health probe: answered on the replica's event
+        loop (an async method: no thread pool to wait for), which nothing a request costs ever blocks
+        (the scheduler prepares requests in threads and decodes in its own), so a live replica answers
+        it at any load."""
         load = self.scheduler.load()
         prefixes = {"prefix_cache": self.engine.prefix_cache.stats()} if self.engine.prefix_cache is not None else {}
         return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb(), node=ray_node())
 
     def info(self) -> EngineInfo:
         return EngineInfo(checkpoint=self.engine.path.name, modes=list(self.modes), canvas_length=self.engine.config.canvas_length,
-                          context_length=self.engine.context_length)
+                          context_length=self.engine.context_length, max_chars_per_token=self.engine.prompt_encoder.limit.max_chars_per_token)
 
     def cost_profile(self) -> CostProfile | None:
         """The checkpoint's measured cost profile, if it ships one."""

@@ -136,6 +136,7 @@ class EngineInfo:
     modes: list[Mode]  # modes this replica takes
     canvas_length: int  # the largest canvas the model denoises
     context_length: int  # prompt + answer tokens the model can hold
+    max_chars_per_token: int | None = None  # the most characters one token covers (engines.prompt_bounds); None: no such bound
 
 
 @dataclass

@@ -7,15 +7,20 @@ gateway keeps its own view, fed by two signals:
 
 - **death**: any call to the engine failed with one of Ray's actor-death errors
   (`replica_died(exc)`); the poller probes that engine at once instead of at its next tick;
-- **probes**: the routing view's load poll, every `interval_s` with a `timeout_s` bound.
+- **probes**: the routing view's load poll, every `interval_s` with a `timeout_s` bound. The
+  engine answers it on its replica's event loop, which no request's work blocks (the scheduler
+  prepares requests in threads and decodes in its own), so a live replica answers it whatever
+  its load.
 
-An engine is **down** when its probe fails within `death_window_s` of a death, or after
-`failures_to_down` failed probes in a row without one (a busy engine that answers a probe late
-once is not down). A probe that answers brings it back. While an engine is down the gateway sends
-nothing there: requests go to the policy's `on_engine_failure` mode or get a 503 with
-Retry-After, and the requests still waiting on it are failed over at once (`went_down`): with a
-second healthy replica the probe answers, the engine is not down, and Serve's own retry moves
-them there.
+An engine is **down** only when it is dead: its probe fails within `death_window_s` of a death
+(the replica that died has no replacement yet). A probe that fails or answers late without a
+death is a busy or slow engine, never a dead one: it is counted (`failed_probes` in /admin/stats)
+and nothing else; a replica that hangs without dying is Ray Serve's to restart (its health
+check), and that restart is a death. A probe that answers brings an engine back. While an engine
+is down the gateway sends nothing there: requests go to the policy's `on_engine_failure` mode or
+get a 503 with Retry-After, and the requests still waiting on it are failed over at once
+(`went_down`): with a second healthy replica the probe answers, the engine is not down, and
+Serve's own retry moves them there.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import time
 from collections.abc import Iterable
 
 DEATH_WINDOW_S = 5.0  # a failed probe this soon after an actor-death error: down at once
-FAILURES_TO_DOWN = 3  # failed probes in a row that mean down without a death seen
 RETRY_AFTER_S = 5.0  # what a 503 for a down engine tells the client (a replica restarts in ~10-20 s here)
 
 
@@ -41,8 +45,8 @@ def replica_died(exc: BaseException) -> bool:
 
 
 class EngineHealth:
-    def __init__(self, engines: Iterable[str], death_window_s: float = DEATH_WINDOW_S, failures_to_down: int = FAILURES_TO_DOWN):
-        self.death_window_s, self.failures_to_down = death_window_s, failures_to_down
+    def __init__(self, engines: Iterable[str], death_window_s: float = DEATH_WINDOW_S):
+        self.death_window_s = death_window_s
         self._down_since: dict[str, float | None] = {e: None for e in engines}
         self._died_at: dict[str, float] = {}
         self._failures: dict[str, int] = {e: 0 for e in self._down_since}
@@ -68,7 +72,7 @@ class EngineHealth:
         self.wake.set()
 
     def probed(self, engine: str, ok: bool) -> None:
-        """The outcome of one probe of `engine`."""
+        """The outcome of one probe of `engine`: down only if it failed soon after a death."""
         now = time.monotonic()
         if ok:
             self._failures[engine] = 0
@@ -77,7 +81,7 @@ class EngineHealth:
             return
         self._failures[engine] += 1
         recent_death = now - self._died_at.get(engine, -1e9) <= self.death_window_s
-        if self.is_down(engine) or not (recent_death or self._failures[engine] >= self.failures_to_down):
+        if self.is_down(engine) or not recent_death:  # without a death a failed probe is a busy engine, not a dead one
             return
         self._down_since[engine] = now
         self.downs[engine] += 1

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engines.cost import CostProfile
+from engines.prompt_bounds import PromptLimit
 from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
 from router.decision.engine_health import EngineHealth, replica_died
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
@@ -122,6 +123,7 @@ class RoutingView:
         self.on_cost = on_cost  # called with the cost profile once it arrives (the gateway hands it to its router)
         self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll
         self.canvas_limit: int | None = None  # the checkpoint's canvas_length
+        self.prompt_limit: PromptLimit | None = None  # its context and tokens' longest spelling: the gateway's cheap length check
         self._polled: dict[Engine, EngineLoad | None] = {}  # last poll; None: did not answer
         self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
         self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
@@ -169,6 +171,7 @@ class RoutingView:
         try:
             info = await asyncio.wait_for(self.engines["block"].info.remote(), timeout=5.0)
             self.canvas_limit = info.canvas_length
+            self.prompt_limit = PromptLimit(info.context_length, info.max_chars_per_token)
         except Exception:
             pass  # the engine itself refuses an oversized canvas
         while True:
