@@ -34,6 +34,16 @@ def ray_node() -> str | None:
         return None
 
 
+def replica_name() -> str | None:
+    """This Serve replica's Ray actor name (None outside Serve)."""
+    try:
+        from ray import serve
+
+        return serve.get_replica_context().replica_id.to_full_id_str()
+    except Exception:
+        return None
+
+
 def rss_mb() -> float | None:
     """Resident memory of this process in MiB (Linux /proc; None elsewhere), for /admin/stats."""
     try:
@@ -69,6 +79,7 @@ class EngineDeployment:
                                                       prefix_cache_tokens=prefix_cache_tokens)
         self.engine.sure_entropy = sure_entropy
         self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
+        self.replica = replica_name()
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
 
     def _check_mode(self, request: GenerationRequest) -> None:
@@ -113,7 +124,7 @@ class EngineDeployment:
         it at any load."""
         load = self.scheduler.load()
         prefixes = {"prefix_cache": self.engine.prefix_cache.stats()} if self.engine.prefix_cache is not None else {}
-        return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb(), node=ray_node())
+        return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb(), node=ray_node(), replica=self.replica)
 
     def info(self) -> EngineInfo:
         return EngineInfo(checkpoint=self.engine.path.name, modes=list(self.modes), canvas_length=self.engine.config.canvas_length,

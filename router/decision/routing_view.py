@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from engines.cost import CostProfile
 from engines.prompt_bounds import PromptLimit
 from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
-from router.decision.engine_health import EngineHealth, replica_died
+from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
 
 log = logging.getLogger("tandem.gateway")
@@ -187,16 +187,29 @@ class RoutingView:
                 pass
 
     async def _probe(self, name: Engine, handle) -> None:
-        """One load poll of one engine, which is also its health probe."""
+        """One load poll of one engine, which is also its health probe. A failed one is a busy
+        engine unless Ray says its replicas died (router.decision.engine_health)."""
         try:
-            self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
+            load = self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
             self._finished_since_poll[name] = 0
+            self.health.answered_by(name, load.replica)
             self.health.probed(name, ok=True)
         except Exception as exc:
             self._polled[name] = None
-            if replica_died(exc):
+            if replica_died(exc) or await self._replicas_gone(name):
                 self.health.died(name)
             self.health.probed(name, ok=False)
+
+    async def _replicas_gone(self, name: Engine) -> bool:
+        """Whether every replica of `name` that answered a probe before is gone from Ray (False when Ray cannot say in time)."""
+        known = list(self.health.replicas[name])
+        if not known:
+            return False
+        try:
+            alive = await asyncio.wait_for(asyncio.to_thread(replicas_alive, known), timeout=self.probe_timeout_s)
+        except Exception:
+            return False
+        return self.health.gone(name, alive)
 
     # ---- the view -----------------------------------------------------------------------------------
 

@@ -157,3 +157,25 @@ def test_memory_taken_by_refused_prompts_is_given_back(app_url):
             assert end[name][1] <= mb + GATEWAY_ONCE_MB, f"{name} kept {end[name][1] - mb:.0f} MiB"
             if name in settled:
                 assert end[name][1] <= settled[name][1] + ENGINE_MARGIN_MB, f"{name} grew with every flood: {settled[name][1]} -> {end[name][1]}"
+
+
+def test_an_engine_killed_while_idle_is_still_marked_down(hardened_app):
+    """The other half of telling busy from dead: a replica SIGKILLed while idle gives no call an
+    actor-death error, and Serve's handle queues the probes sent after it; Ray's registry says it
+    is gone, so the Gateway marks the engine down within seconds and a new request fails over to
+    the policy's mode (AR -> verified) well inside its deadline, not after the replacement starts."""
+    from lab.bench.chaos import Admin, kill_engine
+    from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
+    from tests.hardening.test_soak_under_faults import wait_until
+
+    url = hardened_app["url"]
+    admin = Admin(url, ADMIN_TOKEN)
+    fault = kill_engine(admin, "ar")
+    fault.inject()
+    started = time.perf_counter()
+    r = httpx.post(f"{url}/v1/chat/completions", json=chat("tandem-ar", "Say hello."), timeout=60)
+    took = time.perf_counter() - started
+    print(f"\nfirst request after an idle AR kill: {r.status_code} {r.headers.get('x-tandem-mode')} in {took:.2f} s")
+    assert r.status_code == 200 and r.headers.get("x-tandem-degraded") == "true", (r.status_code, r.text[:200])
+    assert took < APP_ARGS["request_timeout_s"], f"waited {took:.1f} s: the engine was not marked down"
+    assert wait_until(fault.repaired, bool, 120.0), "the AR engine's replacement never answered"

@@ -71,3 +71,20 @@ def test_only_rays_actor_death_errors_count_as_a_dead_replica():
     assert replica_died(ActorDiedError())
     assert not replica_died(RuntimeError("boom"))
     assert not replica_died(asyncio.TimeoutError())
+
+
+def test_a_probe_that_fails_when_ray_holds_none_of_its_replicas_is_a_death():
+    """A replica killed while idle gives no call a death error; Ray's registry says it is gone."""
+    async def scenario():
+        health = EngineHealth(["ar"])
+        health.answered_by("ar", "SERVE_REPLICA::tandem#AREngine#a")
+        health.answered_by("ar", "SERVE_REPLICA::tandem#AREngine#b")
+        assert not health.gone("ar", None), "Ray could not say: not a death"
+        assert not health.gone("ar", {"SERVE_REPLICA::tandem#AREngine#a": False, "SERVE_REPLICA::tandem#AREngine#b": True})
+        assert health.replicas["ar"] == ["SERVE_REPLICA::tandem#AREngine#b"], "the dead one is forgotten, the live one kept"
+        assert health.gone("ar", {"SERVE_REPLICA::tandem#AREngine#b": False})
+        health.answered_by("ar", "SERVE_REPLICA::tandem#AREngine#c")  # the replacement
+        assert health.replicas["ar"] == ["SERVE_REPLICA::tandem#AREngine#c"]
+
+    asyncio.run(scenario())
+
