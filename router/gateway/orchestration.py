@@ -150,11 +150,9 @@ class Gateway:
             return JSONResponse(whole_answer(call, result, self._tandem(decision, result, mode, degraded)), headers=out_headers)
 
     def _check_length(self, call: Call) -> None:
-        """A prompt that certainly cannot fit the engines' context is refused here, by its length
-        alone (engines.prompt_bounds.check_chars: O(messages), no tokenizer), before routing reads
-        it or an engine is sent it: a 400 in milliseconds whatever its size."""
-        limit = self.view.prompt_limit
-        if limit is None:  # no engine info yet: the engine's own check refuses it, as cheaply
+        """Refuse a prompt that certainly cannot fit the engines' context by its length alone, before
+        routing reads it or an engine gets it (engines.prompt_bounds: no tokenizer, a 400 in ms)."""
+        if (limit := self.view.prompt_limit) is None:  # no engine info yet: the engine refuses it as cheaply
             return
         try:
             check_chars(call.gen.messages, call.gen.prompt, call.gen.max_new_tokens or DEFAULT_MAX_TOKENS, limit)
