@@ -34,6 +34,16 @@ def ray_node() -> str | None:
         return None
 
 
+def replica_name() -> str | None:
+    """This Serve replica's Ray actor name (None outside Serve)."""
+    try:
+        from ray import serve
+
+        return serve.get_replica_context().replica_id.to_full_id_str()
+    except Exception:
+        return None
+
+
 def rss_mb() -> float | None:
     """Resident memory of this process in MiB (Linux /proc; None elsewhere), for /admin/stats."""
     try:
@@ -72,6 +82,7 @@ class EngineDeployment:
         self.engine.sure_entropy = sure_entropy
         self.engine.stop_check_every = stop_check_every
         self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
+        self.replica = replica_name()
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
 
     def _check_mode(self, request: GenerationRequest) -> None:
@@ -109,14 +120,18 @@ class EngineDeployment:
 
         return await asyncio.to_thread(self.engine.agreement, request, answer_ids)
 
-    def load(self) -> EngineLoad:
+    async def load(self) -> EngineLoad:
+        """The gateway's load poll, which is also its health probe: answered on the replica's event
+        loop (an async method: no thread pool to wait for), which nothing a request costs ever blocks
+        (the scheduler prepares requests in threads and decodes in its own), so a live replica answers
+        it at any load."""
         load = self.scheduler.load()
         prefixes = {"prefix_cache": self.engine.prefix_cache.stats()} if self.engine.prefix_cache is not None else {}
-        return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb(), node=ray_node())
+        return dataclasses.replace(load, stats=load.stats | prefixes, pid=os.getpid(), rss_mb=rss_mb(), node=ray_node(), replica=self.replica)
 
     def info(self) -> EngineInfo:
         return EngineInfo(checkpoint=self.engine.path.name, modes=list(self.modes), canvas_length=self.engine.config.canvas_length,
-                          context_length=self.engine.context_length)
+                          context_length=self.engine.context_length, max_chars_per_token=self.engine.prompt_encoder.limit.max_chars_per_token)
 
     def cost_profile(self) -> CostProfile | None:
         """The checkpoint's measured cost profile, if it ships one."""

@@ -33,6 +33,7 @@ from engines.canvas import BlockParams
 from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
 from engines.prefix_cache import DEFAULT_CACHE_TOKENS, MIN_PREFIX_TOKENS, PrefixCache
+from engines.prompt_bounds import PromptEncoder
 from engines.rows import Row
 from engines.sampling import make_generator
 from engines.seeded import Seeder, decode_seeded, slot_vocab
@@ -56,6 +57,7 @@ class DiffusionEngine:
         eos = self.defaults.eos_token_id if self.defaults.eos_token_id is not None else text.eos_token_id
         self.eos_ids = frozenset([eos] if isinstance(eos, int) else eos)
         self.grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.vocab_size)
+        self.prompt_encoder = PromptEncoder(self.tokenizer, self.context_length)  # bounded prompt checks (engines.prompt_bounds)
         filler = min(self.eos_ids)
         self.seeder = Seeder(self.tokenizer, filler, slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), filler, self.vocab_size))
         self.draft_costs = DraftCosts(CostProfile.load(self.path))  # verified mode prices its drafts with it
@@ -97,17 +99,23 @@ class DiffusionEngine:
             raise InvalidRequestError(f"the prompt cannot be tokenized: {type(exc).__name__}: {exc}", param="messages") from None
 
     def _prompt_ids(self, req: GenerationRequest) -> list[int]:
+        """The prompt's token ids, bounded (engines.prompt_bounds): a prompt that cannot fit with
+        max_new_tokens is refused by its length before it is rendered, or as soon as its
+        tokenization counts past the room left, never tokenized whole."""
         if (req.prompt is None) == (req.messages is None):
             raise InvalidRequestError("give exactly one of `prompt` and `messages`", param="prompt")
+        answer = req.max_new_tokens if isinstance(req.max_new_tokens, int) else 0
+        room = self.context_length - answer
+        self.prompt_encoder.check_chars(req.messages, req.prompt, answer)
         if req.messages is not None:
             if not req.messages or not any(str(m.get("content") or "").strip() for m in req.messages):
                 raise InvalidRequestError("`messages` is empty: at least one message needs content", param="messages")
             text = self.tokenizer.apply_chat_template(req.messages, tools=req.tools or None, add_generation_prompt=True, tokenize=False)
-            return self.tokenizer.encode(text, add_special_tokens=False)
+            return self.prompt_encoder.encode(text, room, answer, param="messages")
         if isinstance(req.prompt, str):
             if not req.prompt.strip():
                 raise InvalidRequestError("`prompt` is empty", param="prompt")
-            return [self.tokenizer.bos_token_id] + self.tokenizer.encode(req.prompt, add_special_tokens=False)
+            return [self.tokenizer.bos_token_id] + self.prompt_encoder.encode(req.prompt, room - 1, answer, param="prompt")
         ids = list(req.prompt)
         if not ids:
             raise InvalidRequestError("`prompt` is empty", param="prompt")
@@ -299,7 +307,7 @@ class DiffusionEngine:
 
     async def stream_with_result(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult]:
         """Like `stream`, then one final item: the `GenerationResult`."""
-        ids, params = self.validate(request)
+        ids, params = await asyncio.to_thread(self.validate, request)  # tokenizing stays off the event loop
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         row = self.row(request, ids, on_text=lambda delta: loop.call_soon_threadsafe(queue.put_nowait, delta))

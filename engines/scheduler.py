@@ -1,7 +1,7 @@
 """Per-replica scheduler: step-level batching of concurrent requests over one engine.
 
-- `submit(request)` and `stream(request)` validate at once (bad input raises 400 before it
-  queues), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
+- `submit(request)` and `stream(request)` validate at once, in a thread off the event loop (bad
+  input raises 400 before it queues; engines.prompt_bounds bounds what a long prompt costs), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
 - One worker thread decodes. It takes the oldest waiting request and every compatible waiting
   one (same mode and denoising settings) up to `max_batch_size`, and runs them as one batch.
   Between steps (AR: every token; block: every canvas; verified: every round) the running batch
@@ -64,15 +64,20 @@ class Scheduler:
 
     # ---- the async side ------------------------------------------------------------------------
 
-    def _enqueue(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop, on_text=None) -> tuple[Row, asyncio.Future]:
-        ids, params = self.engine.validate(request)
+    async def _enqueue(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop, on_text=None) -> tuple[Row, asyncio.Future]:
         future = loop.create_future()
 
         def done(row: Row) -> None:
             self._count(row)  # before the caller can see its result: stats never lag a finished request
             loop.call_soon_threadsafe(_settle, future, row)
 
-        row = self.engine.row(request, ids, on_text=on_text, on_done=done)
+        def prepare() -> tuple[Row, tuple]:
+            ids, params = self.engine.validate(request)
+            return self.engine.row(request, ids, on_text=on_text, on_done=done), params
+
+        # Rendering, tokenizing and compiling a grammar run in a thread, never on the replica's event
+        # loop: the loop answers load and health probes whatever a request costs to prepare.
+        row, params = await asyncio.to_thread(prepare)
         with self._cv:
             if self._closed:
                 raise EngineUnavailableError("the engine is shutting down")
@@ -88,7 +93,7 @@ class Scheduler:
         return row, future
 
     async def submit(self, request: GenerationRequest) -> GenerationResult:
-        row, future = self._enqueue(request, asyncio.get_running_loop())
+        row, future = await self._enqueue(request, asyncio.get_running_loop())
         try:
             return await future
         except asyncio.CancelledError:
@@ -99,7 +104,7 @@ class Scheduler:
         """Text deltas as they are committed, then the `GenerationResult`."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
-        row, future = self._enqueue(request, loop, on_text=lambda d: loop.call_soon_threadsafe(queue.put_nowait, d))
+        row, future = await self._enqueue(request, loop, on_text=lambda d: loop.call_soon_threadsafe(queue.put_nowait, d))
         future.add_done_callback(queue.put_nowait)
         try:
             while True:

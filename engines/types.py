@@ -122,6 +122,7 @@ class EngineLoad:
     pid: int | None = None  # the replica's process
     rss_mb: float | None = None  # its resident memory
     node: str | None = None  # the Ray node it runs on (placement on a multi-node cluster)
+    replica: str | None = None  # its Ray actor's name (Serve's replica id): the gateway asks Ray whether it still lives
 
     @property
     def queue_ratio(self) -> float:
@@ -136,6 +137,7 @@ class EngineInfo:
     modes: list[Mode]  # modes this replica takes
     canvas_length: int  # the largest canvas the model denoises
     context_length: int  # prompt + answer tokens the model can hold
+    max_chars_per_token: int | None = None  # the most characters one token covers (engines.prompt_bounds); None: no such bound
 
 
 @dataclass

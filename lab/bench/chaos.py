@@ -11,7 +11,14 @@ store is healthy).
     tandem bench chaos                      # its own app (2 Gateway replicas) and redis-server
     tandem bench chaos --short --json out.json
 
-`soak()` is the part the hardening test runs against its own app (tests/hardening/test_chaos.py).
+The "oversized prompts" fault breaks nothing by itself: 8 chats of 3.9 MB (under the 4 MiB body
+cap, far past any context) are kept in flight for a while; each must be a quick 400, and its row
+counts the unrelated requests that failed meanwhile (the target is 0; issue 35 saw 9 of 36 get a
+503 while the engines' health probes timed out behind their tokenization).
+
+    tandem bench chaos --short --faults oversized --concurrency 4   # that fault alone, small
+
+`soak()` is the part the hardening test runs against its own app (tests/hardening/test_soak_under_faults.py).
 """
 
 from __future__ import annotations
@@ -20,15 +27,17 @@ import asyncio
 import json
 import os
 import signal
+import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from lab.bench.load import mixed_workload, run_until
+from lab.bench.load import mixed_workload, oversized_workload, run_until
 
 
 @dataclass
@@ -38,6 +47,7 @@ class Fault:
     repaired: Callable[[], bool]  # polled after inject: the system is whole again
     restore: Callable[[], None] | None = None  # undo it after hold_s (start Redis again); None: the system repairs itself
     hold_s: float = 0.0
+    notes: Callable[[], str] | None = None  # what the fault itself saw (the oversized prompts' answers), for its row
 
 
 class Admin:
@@ -108,6 +118,42 @@ def kill_gateway(admin: Admin) -> Fault:
     return Fault("kill gateway", inject, repaired)
 
 
+def oversized_prompts(url: str, admin: Admin, in_flight: int = 8, hold_s: float = 10.0) -> Fault:
+    """Keep `in_flight` chats with a 3.9 MB prompt in flight (every mode, one in four streamed) for
+    `hold_s`; repaired when every engine is up (none should have gone down). Its notes: how the
+    oversized prompts themselves were answered."""
+    state: dict = {}
+
+    def inject():
+        stop = threading.Event()
+
+        async def flood():
+            done = asyncio.Event()
+            waiter = asyncio.ensure_future(asyncio.to_thread(stop.wait))
+            waiter.add_done_callback(lambda _: done.set())
+            state["outcomes"] = await run_until(url, done, in_flight, oversized_workload(), timeout_s=120)
+
+        thread = threading.Thread(target=lambda: asyncio.run(flood()), name="oversized-prompts", daemon=True)
+        thread.start()
+        state.update(stop=stop, thread=thread)
+
+    def restore():
+        state["stop"].set()
+        state["thread"].join(timeout=180)
+
+    def repaired():
+        s = admin.stats()
+        return bool(s) and not any(h["down"] for h in s["routing"]["health"].values())
+
+    def notes():
+        outs = state.get("outcomes") or []
+        statuses = ", ".join(f"{n} x {status}" for status, n in sorted(Counter(o.status for o in outs).items()))
+        slowest = max((o.latency_s for o in outs), default=0.0)
+        return f"{len(outs)} oversized: {statuses or 'none answered'}; slowest {slowest:.2f} s"
+
+    return Fault(f"oversized prompts ({in_flight} x 3.9 MB)", inject, repaired, restore=restore, hold_s=hold_s, notes=notes)
+
+
 def stop_redis(admin: Admin, stop: Callable[[], None], start: Callable[[], None], hold_s: float) -> Fault:
     return Fault(f"stop redis {hold_s:.0f} s", stop, admin.store_healthy, restore=start, hold_s=hold_s)
 
@@ -135,14 +181,14 @@ async def soak(url: str, faults: list[Fault], concurrency: int = 8, deadline_s: 
                 repaired_s = time.perf_counter() - at
                 break
             await asyncio.sleep(0.25)
-        marks.append((fault.name, at, repaired_s))
+        marks.append((fault, at, repaired_s))
         await asyncio.sleep(settle_s)
     stop.set()
     outcomes = await load
     ends = [at for _, at, _ in marks[1:]] + [float("inf")]
     calm = sorted(o.latency_s for o in outcomes if marks and o.finished < marks[0][1])
-    rows = [_row(name, [o for o in outcomes if at <= o.finished < end], at, repaired_s, deadline_s)
-            for (name, at, repaired_s), end in zip(marks, ends)]
+    rows = [_row(fault.name, [o for o in outcomes if at <= o.finished < end], at, repaired_s, deadline_s)
+            | {"notes": fault.notes() if fault.notes else None} for (fault, at, repaired_s), end in zip(marks, ends)]
     return {"faults": rows, "total": _row("whole soak", outcomes, None, None, deadline_s),
             "fault_free_median_s": round(calm[len(calm) // 2], 3) if calm else None}
 
@@ -162,12 +208,13 @@ def _row(name: str, outcomes: list, at: float | None, repaired_s: float | None, 
         "failed_pct": round(100 * len(failed) / max(1, len(outcomes)), 2),
         "max_wait_past_fault_s": round(max(waits), 2) if waits else None,
         "repaired_s": round(repaired_s, 1) if repaired_s is not None else None,
-        "errors": sorted({f"{o.status}/{o.error}" for o in failed}),
+        "errors": sorted({f"{o.status}/{o.error}" for o in failed}), "notes": None,
     }
 
 
 def table(report: dict) -> str:
-    cols = ["fault", "requests", "failed", "failed_pct", "streams_cut", "degraded", "lost", "hung", "max_wait_past_fault_s", "repaired_s", "errors"]
+    cols = ["fault", "requests", "failed", "failed_pct", "streams_cut", "degraded", "lost", "hung", "max_wait_past_fault_s", "repaired_s", "errors",
+            "notes"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in report["faults"] + [report["total"]]:
         lines.append("| " + " | ".join("-" if row[c] is None else ", ".join(row[c]) if isinstance(row[c], list) else str(row[c]) for c in cols) + " |")
@@ -203,8 +250,10 @@ def main(args) -> int:
                     gateway_replicas=args.gateway_replicas)
     try:
         admin = Admin(app.url, token)
-        faults = [kill_engine(admin, "ar"), kill_engine(admin, "block"), kill_gateway(admin),
-                  stop_redis(admin, stop, start, hold_s=3.0 if args.short else 10.0)]
+        every = {"oversized": lambda: oversized_prompts(app.url, admin, hold_s=5.0 if args.short else 20.0),
+                 "ar": lambda: kill_engine(admin, "ar"), "block": lambda: kill_engine(admin, "block"), "gateway": lambda: kill_gateway(admin),
+                 "redis": lambda: stop_redis(admin, stop, start, hold_s=3.0 if args.short else 10.0)}
+        faults = [every[name]() for name in args.faults.split(",")]
         settle = 2.0 if args.short else 20.0
         print(f"soak: {len(faults)} faults, concurrency {args.concurrency}, {args.gateway_replicas} Gateway replicas, "
               f"settle {settle:.0f} s between faults")
@@ -238,10 +287,25 @@ def _free_port() -> int:
     return free_port()
 
 
+FAULTS = "oversized,ar,block,gateway,redis"
+
+
+def _faults(text: str) -> str:
+    import argparse
+
+    unknown = sorted(set(text.split(",")) - set(FAULTS.split(",")))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown faults {unknown}; choose from {FAULTS}")
+    return text
+
+
 def register(bench_commands) -> None:
     p = bench_commands.add_parser("chaos", help="a soak under faults: kill each replica kind in turn and stop Redis once, under mixed traffic")
     p.add_argument("--short", action="store_true", help="short settling between faults (about two minutes in all)")
     p.add_argument("--concurrency", type=int, default=8, help="requests in flight throughout (default 8)")
     p.add_argument("--gateway-replicas", type=int, default=2, help="Gateway replicas (default 2: new requests go to the survivor)")
+    p.add_argument("--faults", default=FAULTS, type=_faults,
+                   help=f"the faults, in order, comma-separated (default {FAULTS}: 8 oversized prompts in flight, SIGKILL of "
+                        "the AR engine, the block engine and a Gateway, Redis stopped)")
     p.add_argument("--json", default=None, metavar="PATH", help="write the per-fault table as JSON")
     p.set_defaults(func=main)

@@ -46,6 +46,24 @@ def mixed_workload(max_tokens=(4, 6, 8), models=("tandem", "tandem-block", "tand
                                                 "stream": stream})
 
 
+OVERSIZED_BYTES = 3_900_000  # an oversized prompt: far past any context, under the gateway's 4 MiB body cap
+
+
+def oversized_prompt(size: int = OVERSIZED_BYTES) -> str:
+    """`size` characters (ASCII: as many bytes) of plain prose."""
+    line = "All work and no play makes Jack a dull boy. "
+    return (line * (size // len(line) + 1))[:size - 1] + "."
+
+
+def oversized_workload(models=("tandem-ar", "tandem-block", "tandem-verified", "tandem"), size: int = OVERSIZED_BYTES):
+    """An endless cycle of chats whose prompt can never fit the context, over every mode, one in
+    four streamed: each must be a quick 400 (context_length_exceeded) that hurts no other request."""
+    prompt = oversized_prompt(size)
+    for i in itertools.count():
+        yield Spec("/v1/chat/completions", {"model": models[i % len(models)], "messages": [{"role": "user", "content": prompt}],
+                                            "max_tokens": 16, "stream": i % 4 == 3})
+
+
 @dataclass
 class Outcome:
     status: int  # HTTP status; 0 when the request itself failed (connection, timeout)

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engines.cost import CostProfile
+from engines.prompt_bounds import PromptLimit
 from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
-from router.decision.engine_health import EngineHealth, replica_died
+from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
 
 log = logging.getLogger("tandem.gateway")
@@ -122,6 +123,7 @@ class RoutingView:
         self.on_cost = on_cost  # called with the cost profile once it arrives (the gateway hands it to its router)
         self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll
         self.canvas_limit: int | None = None  # the checkpoint's canvas_length
+        self.prompt_limit: PromptLimit | None = None  # its context and tokens' longest spelling: the gateway's cheap length check
         self._polled: dict[Engine, EngineLoad | None] = {}  # last poll; None: did not answer
         self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
         self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
@@ -169,6 +171,7 @@ class RoutingView:
         try:
             info = await asyncio.wait_for(self.engines["block"].info.remote(), timeout=5.0)
             self.canvas_limit = info.canvas_length
+            self.prompt_limit = PromptLimit(info.context_length, info.max_chars_per_token)
         except Exception:
             pass  # the engine itself refuses an oversized canvas
         while True:
@@ -184,16 +187,29 @@ class RoutingView:
                 pass
 
     async def _probe(self, name: Engine, handle) -> None:
-        """One load poll of one engine, which is also its health probe."""
+        """One load poll of one engine, which is also its health probe. A failed one is a busy
+        engine unless Ray says its replicas died (router.decision.engine_health)."""
         try:
-            self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
+            load = self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
             self._finished_since_poll[name] = 0
+            self.health.answered_by(name, load.replica)
             self.health.probed(name, ok=True)
         except Exception as exc:
             self._polled[name] = None
-            if replica_died(exc):
+            if replica_died(exc) or await self._replicas_gone(name):
                 self.health.died(name)
             self.health.probed(name, ok=False)
+
+    async def _replicas_gone(self, name: Engine) -> bool:
+        """Whether every replica of `name` that answered a probe before is gone from Ray (False when Ray cannot say in time)."""
+        known = list(self.health.replicas[name])
+        if not known:
+            return False
+        try:
+            alive = await asyncio.wait_for(asyncio.to_thread(replicas_alive, known), timeout=self.probe_timeout_s)
+        except Exception:
+            return False
+        return self.health.gone(name, alive)
 
     # ---- the view -----------------------------------------------------------------------------------
 

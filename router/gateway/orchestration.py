@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator
 from fastapi.responses import JSONResponse, StreamingResponse
 from engines.defaults import DEFAULT_MAX_TOKENS
 from engines.errors import EngineUnavailableError, TandemError, UnprocessableError
+from engines.prompt_bounds import check_chars
 from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
 from router.gateway.answers import closing_chunks, delta_chunks, whole_answer
 from router.gateway.openai_api import DONE, chat_chunk, new_id, sse
@@ -114,6 +115,7 @@ class Gateway:
     async def serve(self, call: Call, headers: dict[str, str]):
         """Route `call`, run it, answer it (JSONResponse or StreamingResponse). Raises TandemError."""
         await self.view.ready()
+        self._check_length(call)
         call.request_id = headers.get("x-request-id") or new_id("chatcmpl" if call.chat else "cmpl")
         call.route = call.route.model_copy(update={"request_id": call.request_id})  # the shadow-verification draw
         started = time.perf_counter()
@@ -146,6 +148,17 @@ class Gateway:
             self._finish(call, gen, result, mode, degraded, decision, started, ticket)
             out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
             return JSONResponse(whole_answer(call, result, self._tandem(decision, result, mode, degraded)), headers=out_headers)
+
+    def _check_length(self, call: Call) -> None:
+        """Refuse a prompt that certainly cannot fit the engines' context by its length alone, before
+        routing reads it or an engine gets it (engines.prompt_bounds: no tokenizer, a 400 in ms)."""
+        if (limit := self.view.prompt_limit) is None:  # no engine info yet: the engine refuses it as cheaply
+            return
+        try:
+            check_chars(call.gen.messages, call.gen.prompt, call.gen.max_new_tokens or DEFAULT_MAX_TOKENS, limit)
+        except TandemError as exc:
+            self._error(exc.status, code=exc.code)
+            raise
 
     async def _check_content(self, call: Call, result: GenerationResult) -> None:
         """The grammar makes a finished JSON answer parse and validate; this guard says so loudly

@@ -1,6 +1,6 @@
 """The soak under faults (`tandem bench chaos`'s short form, against the hardening app): mixed
-traffic at concurrency 16 (every mode, chat and text, one in five streamed) while the AR engine's
-replica, the block engine's replica and the Gateway replica are SIGKILLed in turn and Redis (the
+traffic at concurrency 16 (every mode, chat and text, one in five streamed) while 8 oversized
+prompts are kept in flight for 3 s, then the AR engine's replica, the block engine's replica and the Gateway replica are SIGKILLed in turn and Redis (the
 policy store and the decisions stream) is stopped for 3 s. One soak; each test reads its fault's
 window (the requests that ended between that fault and the next).
 
@@ -24,7 +24,7 @@ import time
 import httpx
 import pytest
 
-from lab.bench.chaos import Admin, kill_engine, kill_gateway, soak, stop_redis, table
+from lab.bench.chaos import Admin, kill_engine, kill_gateway, oversized_prompts, soak, stop_redis, table
 from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
 
 WAIT_PAST_KILL_S = 5.0
@@ -34,7 +34,7 @@ WAIT_PAST_KILL_S = 5.0
 def soak_report(hardened_app, tmp_path_factory):
     url, redis = hardened_app["url"], hardened_app["redis"]
     admin = Admin(url, ADMIN_TOKEN)
-    faults = [kill_engine(admin, "ar"), kill_engine(admin, "block"), kill_gateway(admin),
+    faults = [oversized_prompts(url, admin, hold_s=3.0), kill_engine(admin, "ar"), kill_engine(admin, "block"), kill_gateway(admin),
               stop_redis(admin, redis.crash, redis.start, hold_s=3.0)]
     report = asyncio.run(soak(url, faults, concurrency=16, deadline_s=APP_ARGS["request_timeout_s"], settle_s=2.0))
     (tmp_path_factory.mktemp("soak") / "soak.json").write_text(json.dumps(report, indent=1))
@@ -71,6 +71,16 @@ def test_the_gateway_replica_killed_under_load_ends_every_request_and_recovers(s
     check_bounded(row)
     assert row["failed"] <= 16, f"more failures than requests in flight at the kill: {row}"
     assert set(row["errors"]) <= {"500/not_an_openai_error_body", "500/http", "200/no_done", "0/RemoteProtocolError", "0/ReadError"}, row
+
+
+@pytest.mark.slow
+def test_oversized_prompts_under_load_fail_no_other_request(soak_report):
+    """8 prompts of 3.9 MB kept in flight (issue 35: 9 of 36 unrelated requests got a 503): each is
+    a 400, and no unrelated request fails, degrades or waits on them."""
+    row = soak_report["prompts"]
+    check_bounded(row, wait_s=None)
+    assert row["failed"] == 0 and row["degraded"] == 0 and row["lost"] == 0, row
+    assert " x 400" in row["notes"] and all(f" x {s}" not in row["notes"] for s in (0, 500, 503)), row["notes"]
 
 
 @pytest.mark.slow

@@ -39,14 +39,30 @@ def test_a_probe_that_answers_after_a_death_keeps_the_engine_up():
     asyncio.run(scenario())
 
 
-def test_without_a_death_only_consecutive_failed_probes_mean_down():
+def test_failed_probes_without_a_death_never_mean_down():
+    """A busy engine answers a probe late (or not at all) for as long as it is busy: that is never
+    a dead engine. Only a probe that fails soon after an actor-death error is."""
     async def scenario():
-        health = EngineHealth(["block"], failures_to_down=3)
-        for ok in (False, False, True, False, False):  # a busy engine answers late now and then
-            health.probed("block", ok=ok)
-            assert not health.is_down("block")
+        health = EngineHealth(["block"], death_window_s=5.0)
+        waiting = health.went_down("block")
+        for _ in range(100):
+            health.probed("block", ok=False)
+        assert not health.is_down("block") and not waiting.done()
+        assert health.snapshot()["block"] == {"down": False, "down_for_s": None, "failed_probes": 100, "times_down": 0}
+        health.died("block")
         health.probed("block", ok=False)
-        assert health.is_down("block")
+        assert health.is_down("block") and waiting.done()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_probe_long_after_a_death_is_not_down():
+    async def scenario():
+        health = EngineHealth(["ar"], death_window_s=0.0)  # the death is already outside its window
+        health.died("ar")
+        await asyncio.sleep(0.01)
+        health.probed("ar", ok=False)
+        assert not health.is_down("ar")
 
     asyncio.run(scenario())
 
@@ -55,3 +71,20 @@ def test_only_rays_actor_death_errors_count_as_a_dead_replica():
     assert replica_died(ActorDiedError())
     assert not replica_died(RuntimeError("boom"))
     assert not replica_died(asyncio.TimeoutError())
+
+
+def test_a_probe_that_fails_when_ray_holds_none_of_its_replicas_is_a_death():
+    """A replica killed while idle gives no call a death error; Ray's registry says it is gone."""
+    async def scenario():
+        health = EngineHealth(["ar"])
+        health.answered_by("ar", "SERVE_REPLICA::tandem#AREngine#a")
+        health.answered_by("ar", "SERVE_REPLICA::tandem#AREngine#b")
+        assert not health.gone("ar", None), "Ray could not say: not a death"
+        assert not health.gone("ar", {"SERVE_REPLICA::tandem#AREngine#a": False, "SERVE_REPLICA::tandem#AREngine#b": True})
+        assert health.replicas["ar"] == ["SERVE_REPLICA::tandem#AREngine#b"], "the dead one is forgotten, the live one kept"
+        assert health.gone("ar", {"SERVE_REPLICA::tandem#AREngine#b": False})
+        health.answered_by("ar", "SERVE_REPLICA::tandem#AREngine#c")  # the replacement
+        assert health.replicas["ar"] == ["SERVE_REPLICA::tandem#AREngine#c"]
+
+    asyncio.run(scenario())
+
