@@ -36,6 +36,9 @@ def tiny_config(
     num_layers: int = 2,
     sliding_window: int = 4096,
     max_positions: int = 4096,
+    num_heads: int = 2,
+    head_dim: int = 32,
+    num_kv_heads: int = 1,
 ) -> DiffusionGemmaConfig:
     """A DiffusionGemma config small enough that a forward takes milliseconds on a CPU."""
     ids = tokenizer.convert_tokens_to_ids
@@ -44,10 +47,10 @@ def tiny_config(
         hidden_size=hidden_size,
         intermediate_size=2 * hidden_size,
         num_hidden_layers=num_layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        global_head_dim=32,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        head_dim=head_dim,
+        global_head_dim=head_dim,
         num_experts=2,
         top_k_experts=1,
         moe_intermediate_size=hidden_size,

@@ -60,9 +60,13 @@ class TrainConfig:
     # model (used only when training from scratch)
     hidden_size: int = 128
     num_layers: int = 3
+    num_heads: int = 2
+    head_dim: int = 32
+    kv_heads: int = 1
     vocab_size: int = 2048
     canvas_length: int = 256
     tokenizer_items: int = 500  # train-split items per family for the BPE corpus
+    tokenizer_rendered: bool = False  # BPE corpus: whole chat-templated prompts (system turn, schema, tools) instead of the user turn alone
     # optimisation
     lr: float = 2e-3
     warmup: int = 100
@@ -87,6 +91,7 @@ class TrainConfig:
     eval_every_s: float = 300.0  # held-out exact-match check
     eval_items: int = 4  # per short family (plus 1 per long family, AR only)
     eval_items_by_family: dict = field(default_factory=dict)  # per-family overrides of `eval_items`, e.g. {"tool": 12}
+    eval_block_open: bool = True  # decode the open families in plain block mode too (no skeleton: never valid; False saves the time)
     ckpt_every_s: float = 300.0
     ckpt_every_steps: int | None = None  # for tests: checkpoint on a step count instead
 
@@ -300,8 +305,17 @@ def build_tokenizer(cfg: TrainConfig):
     from engines.tokenizer import train_tokenizer
 
     texts = []
+    render = None
+    if cfg.tokenizer_rendered:  # the prompt as the model reads it: schema turns and tool JSON shrink most
+        from engines.training.tiny import tiny_tokenizer
+
+        render = tiny_tokenizer()
     for item in generate_suite(cfg.tokenizer_items, "train", cfg.seed):
-        texts += [item.prompt, item.answer]
+        if render is None:
+            texts += [item.prompt, item.answer]
+        else:
+            kwargs = {"tools": item.tools} if item.tools else {}
+            texts += [render.apply_chat_template(item.messages, add_generation_prompt=True, tokenize=False, **kwargs), item.answer]
     return train_tokenizer(texts, vocab_size=cfg.vocab_size)
 
 
@@ -309,7 +323,8 @@ def build_model(tokenizer, cfg: TrainConfig) -> DiffusionGemmaForBlockDiffusion:
     from engines.loading import default_generation_config
     from lab.model.tiny import init_qk_norms, tiny_config
 
-    config = tiny_config(tokenizer, canvas_length=cfg.canvas_length, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers)
+    config = tiny_config(tokenizer, canvas_length=cfg.canvas_length, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
+                         num_heads=cfg.num_heads, head_dim=cfg.head_dim, num_kv_heads=cfg.kv_heads)
     torch.manual_seed(cfg.seed)
     model = DiffusionGemmaForBlockDiffusion(config)
     init_qk_norms(model)
@@ -384,17 +399,19 @@ def block_decode(model, tokenizer, prompt_ids: list[int], canvas: int, steps: in
     return new
 
 
-def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = ("ar", "block"), long_block: bool = False, steps: int = 12) -> dict:
+def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = ("ar", "block"), long_block: bool = False, steps: int = 12,
+             fields: bool = False, block_skip: tuple[str, ...] = ()) -> dict:
     """Exact match per family and mode on `items`. Long families run in block mode only with `long_block`
-    (consecutive 256-token canvases)."""
+    (consecutive 256-token canvases); families in `block_skip` not at all. With `fields`, the family
+    score (field exact for extract and the open families) too, under "<mode>_field"."""
     was_training = model.training
     model.eval()
-    results: dict[str, dict[str, list[bool]]] = {}
+    results: dict[str, dict[str, list[float]]] = {}
     for item in items:
         prompt = encode_prompt(tokenizer, item.messages, item.tools)
         n = item.output_tokens or item.count_tokens(tokenizer)
         for mode in modes:
-            if mode == "block" and FAMILIES[item.family].long and not long_block:
+            if mode == "block" and ((FAMILIES[item.family].long and not long_block) or item.family in block_skip):
                 continue
             if mode == "ar":
                 ids = greedy_ar(model, tokenizer, prompt, max_new_tokens=n + 8)
@@ -403,9 +420,12 @@ def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = (
             else:
                 ids = block_decode(model, tokenizer, prompt, canvas=canvas_size_for(n), steps=steps)
             text = tokenizer.decode(ids, skip_special_tokens=True)
-            results.setdefault(mode, {}).setdefault(item.family, []).append(score(item, text).exact)
+            got = score(item, text)
+            results.setdefault(mode, {}).setdefault(item.family, []).append(got.exact)
+            if fields:
+                results.setdefault(f"{mode}_field", {}).setdefault(item.family, []).append(got.family_score)
     model.train(was_training)
-    return {mode: {f: sum(v) / len(v) for f, v in fams.items()} for mode, fams in results.items()}
+    return {mode: {f: round(sum(v) / len(v), 4) for f, v in fams.items()} for mode, fams in results.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -450,6 +470,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
     last_eval = last_ckpt = t0
     window = {"enc": 0.0, "dec": 0.0, "tokens": 0, "n": 0, "t": t0}
     last_eval_result: dict = {}
+    best_score = json.loads((out / "best" / "best_eval.json").read_text())["score"] if (out / "best" / "best_eval.json").exists() else -1.0
     budget_s = cfg.minutes * 60
     stop_step = cfg.steps if cfg.steps else None
     this_call = 0
@@ -498,8 +519,15 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
             window = {"enc": 0.0, "dec": 0.0, "tokens": 0, "n": 0, "t": time.time()}
         if now - last_eval >= cfg.eval_every_s:
             te = time.time()
-            last_eval_result = evaluate(model, tokenizer, eval_items)
+            last_eval_result = evaluate(model, tokenizer, eval_items, fields=True, block_skip=() if cfg.eval_block_open else OPEN_FAMILIES)
             rec = {"step": step, "eval": last_eval_result, "eval_s": round(time.time() - te, 1)}
+            # the best checkpoint so far by AR field exact on the open families and extract (their mean), in out/best
+            watched = [v for f, v in last_eval_result.get("ar_field", {}).items() if f in OPEN_FAMILIES + ("extract",)]
+            if watched and sum(watched) / len(watched) > best_score:
+                best_score = sum(watched) / len(watched)
+                save_checkpoint(model, tokenizer, out / "best")
+                (out / "best" / "best_eval.json").write_text(json.dumps(rec | {"score": round(best_score, 4)}, indent=1))
+                rec["best"] = round(best_score, 4)
             print(json.dumps(rec), flush=True)
             log.write(json.dumps(rec) + "\n")
             log.flush()
@@ -522,13 +550,18 @@ def main(args: argparse.Namespace) -> int:
     # Options only `python -m lab.model.train` takes (the `tandem train` CLI keeps the defaults).
     if getattr(args, "family_weights", None):
         cfg.family_weights = json.loads(args.family_weights)
-    for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items", "skeleton_prob"):
+    for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items", "skeleton_prob", "hidden_size", "num_layers",
+                 "num_heads", "head_dim", "kv_heads", "vocab_size", "ckpt_every_s", "batch_short"):
         if getattr(args, name, None) is not None:
             setattr(cfg, name, getattr(args, name))
     if getattr(args, "tool_canvas_probs", None):
         cfg.tool_canvas_probs = tuple(json.loads(args.tool_canvas_probs))
     if getattr(args, "eval_items_by_family", None):
         cfg.eval_items_by_family = json.loads(args.eval_items_by_family)
+    if getattr(args, "short_canvas_probs", None):
+        cfg.short_canvas_probs = tuple(json.loads(args.short_canvas_probs))
+    cfg.tokenizer_rendered = bool(getattr(args, "tokenizer_rendered", False))
+    cfg.eval_block_open = not getattr(args, "no_eval_block_open", False)
     summary = train(cfg, resume=args.resume)
     print(f"done: step {summary['step']}, checkpoint in {cfg.out}", flush=True)
     return 0
@@ -556,6 +589,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tool-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on tool steps, e.g. [0.3, 0.7, 0]")
     p.add_argument("--skeleton-prob", type=float, default=None, help="share of structured rows trained on skeleton-seeded canvases (default 0)")
     p.add_argument("--eval-items-by-family", default=None, help='JSON object of per-family overrides, e.g. \'{"tool": 12}\'')
+    p.add_argument("--short-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on short steps (default [0.8, 0.17, 0.03])")
+    p.add_argument("--batch-short", type=int, default=None, help="rows per short step (default 32)")
+    p.add_argument("--ckpt-every-s", type=float, default=None, help="seconds between checkpoints (default 300)")
+    p.add_argument("--no-eval-block-open", action="store_true", help="held-out checks decode the open families in AR only (plain block never validates)")
+    # a fresh model (ignored with --init or --resume)
+    p.add_argument("--hidden-size", type=int, default=None, help="fresh model: width (default 128)")
+    p.add_argument("--num-layers", type=int, default=None, help="fresh model: layers (default 3)")
+    p.add_argument("--num-heads", type=int, default=None, help="fresh model: attention heads (default 2)")
+    p.add_argument("--head-dim", type=int, default=None, help="fresh model: head width (default 32)")
+    p.add_argument("--kv-heads", type=int, default=None, help="fresh model: key/value heads (default 1)")
+    p.add_argument("--vocab-size", type=int, default=None, help="fresh model: BPE vocabulary (default 2048)")
+    p.add_argument("--tokenizer-rendered", action="store_true", help="fresh model: train the BPE on whole chat-templated prompts (schemas, tool JSON)")
     return p
 
 

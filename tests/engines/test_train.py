@@ -175,3 +175,26 @@ def test_train_refuses_bad_schedule_flags_before_training(flag, value, capsys):
     with pytest.raises(SystemExit) as exc:
         tandem(["train", "--out", "unused", flag, value])
     assert exc.value.code == 2 and flag in capsys.readouterr().err
+
+
+def test_evaluate_reports_field_scores_and_skips_block_families(tokenizer):
+    model = build_model(tokenizer, _cfg())
+    items = generate_suite(1, "val", 0, ("extract", "label"))
+    result = evaluate(model, tokenizer, items, fields=True, block_skip=("label",))
+    assert set(result) == {"ar", "block", "ar_field", "block_field"}
+    assert set(result["ar_field"]) == {"extract", "label"} and set(result["block"]) == {"extract"}
+    assert all(0.0 <= v <= 1.0 for fams in result.values() for v in fams.values())
+
+
+def test_fresh_model_takes_its_shape_and_a_tokenizer_of_rendered_prompts():
+    from engines.training.open_tasks import make_schema
+    import random
+
+    cfg = _cfg(tokenizer_rendered=True, vocab_size=800, num_heads=4, head_dim=16, kv_heads=2)
+    rendered = build_tokenizer(cfg)
+    plain = build_tokenizer(_cfg(vocab_size=800))
+    item = make_schema(random.Random(5))
+    # the schema turn is in the rendered corpus only: its prompt takes fewer tokens
+    assert len(encode_item(rendered, item)[0]) < len(encode_item(plain, item)[0])
+    text = build_model(rendered, cfg).config.get_text_config()
+    assert (text.num_attention_heads, text.head_dim, text.num_key_value_heads) == (4, 16, 2)
