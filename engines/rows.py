@@ -18,7 +18,7 @@ from engines.types import DecodeStats, FinishReason, GenerationRequest, Generati
 
 if TYPE_CHECKING:
     from engines.drafting import DraftControl
-    from engines.lookup import Lookup
+    from engines.guesses import Lookup
     from engines.prefix_cache import PrefixCache
 
 # Text that may still grow into a stop string, or an unfinished multi-byte character, is held back.

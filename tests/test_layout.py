@@ -29,7 +29,8 @@ def modules() -> dict[str, Path]:
 def imports(path: Path, top_level_only: bool = False) -> set[str]:
     """Project modules `path` imports (anywhere, or only at module level)."""
     tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else ast.walk(tree)
+    # module level includes `if TYPE_CHECKING:` blocks: a type-only import still ties two modules
+    nodes = [n for top in tree.body for n in ([top] + (list(ast.walk(top)) if isinstance(top, ast.If) else []))] if top_level_only else ast.walk(tree)
     names = set()
     for node in nodes:
         if isinstance(node, ast.Import):
