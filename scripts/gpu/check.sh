@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The GPU check (issue 16): DiffusionGemma-26B-A4B's shapes with random weights in bf16 on one NVIDIA
-# GPU; block (16 denoising steps, as vLLM's published figure), AR and verified at batch 1, 4, 8 and 16
-# beside the library's generate(); tok/s, ms per model call, peak GPU memory -> $OUT/gpu_26b_a4b.json.
+# The GPU check (issues 16, 36): DiffusionGemma-26B-A4B's shapes with random weights in bf16 on one
+# NVIDIA GPU; block (16 denoising steps, as vLLM's published figure), AR and verified at batch 1, 4, 8
+# and 16 beside the library's generate() -> $OUT/gpu_26b_a4b.json; then eager against compiled canvas
+# steps (tok/s, ms per call, operator dispatches, host reads, peak memory, identity)
+# -> $OUT/gpu_26b_a4b_compile.json. Each part is bounded (MODES_LIMIT, COMPILE_LIMIT seconds).
 #   scripts/gpu/wheels.sh                 # here: the wheels a machine without network needs
 #   scripts/gpu/check.sh [OUT] [LAYERS]   # there: LAYERS default 30 (the whole model); 2 for a smoke run
 # Needs torch with CUDA on the machine; installs what else is missing from scripts/gpu/wheels into a
@@ -27,6 +29,15 @@ else
   BATCHES=1,4,8,16; EXTRA=(--steps 16)
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}: {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}')"
 fi
-PYTHONPATH=. "$PY" -c "from lab.cli.engines import main_bench_engines; raise SystemExit(main_bench_engines())" \
-  --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --batches "$BATCHES" "${EXTRA[@]}" --json "$OUT/gpu_26b_a4b.json" \
-  | tee "$OUT/gpu_26b_a4b.txt"
+# Each part is bounded and its failure does not stop the next; each writes its JSON as it goes.
+part() {  # part NAME SECONDS COMMAND...
+  local name=$1 limit=$2; shift 2
+  echo "== $name (at most $limit s)"
+  timeout "$limit" "$@" || echo "gpu check: part '$name' failed or timed out (exit $?)" >&2
+}
+BENCH=(env PYTHONPATH=. "$PY" -c "from lab.cli.engines import main_bench_engines; raise SystemExit(main_bench_engines())")
+part modes "${MODES_LIMIT:-300}" "${BENCH[@]}" --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --batches "$BATCHES" "${EXTRA[@]}" \
+  --json "$OUT/gpu_26b_a4b.json" | tee "$OUT/gpu_26b_a4b.txt"
+# eager and compiled canvas steps side by side (tok/s, ms per call, dispatches, host reads, peak memory, identity)
+part compile-compare "${COMPILE_LIMIT:-300}" "${BENCH[@]}" --compile-compare --quick --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
+  --batches "$BATCHES" "${EXTRA[@]}" --json "$OUT/gpu_26b_a4b_compile.json" | tee "$OUT/gpu_26b_a4b_compile.txt"
