@@ -202,10 +202,10 @@ def main(args) -> int:
         prompts = random_prompts(1, 32, engine.vocab_size)
         if device == "cpu":  # a full canvas at vocabulary 262,144 takes seconds per step here
             workload = Workload(canvas=16, steps=4, tokens=8, stop_check_every=args.stop_check_every or 4)
-            batches = tuple(args.batches or (1,))
+            batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (1,)
         else:
             workload = Workload(canvas=256, steps=args.steps, tokens=64, stop_check_every=args.stop_check_every or 4)
-            batches = tuple(args.batches or (1, 8, 16))
+            batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (1, 8, 16)
     else:
         from lab.bench.engines import bench_prompts, load_engine
 

@@ -121,12 +121,20 @@ def block_step_flops(engine: DiffusionEngine, batch: int) -> float:
     from engines.batch import SequenceBatch
 
     text, device = engine.config.text_config, engine.model.device
-    seq = SequenceBatch(engine.model, batch, device)
-    with torch.inference_mode():
-        seq.encode(torch.tensor(prompts(batch, 32, text.vocab_size), device=device), logits="none")
-        noise = torch.randint(0, text.vocab_size, (batch, engine.config.canvas_length), device=device)
-        with FlopCounterMode(display=False) as counter:
-            seq.denoise(noise, None)
+    # torch's FLOP counter asserts on SDPA with grouped-query shapes (fewer KV heads than query
+    # heads: it crashed the first GPU run after every measurement was done); eager attention does
+    # the same arithmetic as explicit matmuls, which it counts.
+    attention = engine.model.config._attn_implementation
+    engine.model.set_attn_implementation("eager")
+    try:
+        seq = SequenceBatch(engine.model, batch, device)
+        with torch.inference_mode():
+            seq.encode(torch.tensor(prompts(batch, 32, text.vocab_size), device=device), logits="none")
+            noise = torch.randint(0, text.vocab_size, (batch, engine.config.canvas_length), device=device)
+            with FlopCounterMode(display=False) as counter:
+                seq.denoise(noise, None)
+    finally:
+        engine.model.set_attn_implementation(attention)
     return float(counter.get_total_flops())
 
 
