@@ -307,7 +307,7 @@ def build_tokenizer(cfg: TrainConfig):
     texts = []
     render = None
     if cfg.tokenizer_rendered:  # the prompt as the model reads it: schema turns and tool JSON shrink most
-        from engines.training.tiny import tiny_tokenizer
+        from lab.model.tiny import tiny_tokenizer
 
         render = tiny_tokenizer()
     for item in generate_suite(cfg.tokenizer_items, "train", cfg.seed):

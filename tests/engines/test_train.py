@@ -187,7 +187,7 @@ def test_evaluate_reports_field_scores_and_skips_block_families(tokenizer):
 
 
 def test_fresh_model_takes_its_shape_and_a_tokenizer_of_rendered_prompts():
-    from engines.training.open_tasks import make_schema
+    from lab.model.open_tasks import make_schema
     import random
 
     cfg = _cfg(tokenizer_rendered=True, vocab_size=800, num_heads=4, head_dim=16, kv_heads=2)
