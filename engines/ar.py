@@ -25,12 +25,16 @@ def next_tokens(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
 
 def choose(row: Row, logits: torch.Tensor, ahead: int = 0) -> torch.Tensor:
     """One row's AR choice from logits (L, V) -> tokens (L,). `ahead`: tokens past the row's
-    output the choice is for (verified mode's lookahead), so a grammar knows the tokens left."""
-    if row.constraint is not None:
-        assert logits.shape[0] == 1, "a constrained row chooses one token at a time"
-        tokens_left = row.request.max_new_tokens - len(row.output) - ahead
-        logits = row.constraint.mask_(logits[0].clone(), tokens_left)[None]
-    return choose_tokens(logits, row.request.temperature, row.request.top_p, row.request.top_k, row.generator)
+    output the choice is for (verified mode's lookahead), so a grammar knows the tokens left and
+    keeps room to end in them (engines.constraint.TokenConstraint.keep_room)."""
+    if row.constraint is None:
+        return choose_tokens(logits, row.request.temperature, row.request.top_p, row.request.top_k, row.generator)
+    assert logits.shape[0] == 1, "a constrained row chooses one token at a time"
+    tokens_left = row.request.max_new_tokens - len(row.output) - ahead
+    logits = row.constraint.mask_(logits[0].clone(), tokens_left)[None]
+    token = choose_tokens(logits, row.request.temperature, row.request.top_p, row.request.top_k, row.generator)  # (1,)
+    kept = row.constraint.keep_room(int(token[0]))  # the closer's token where the chosen one leaves no room to end
+    return token if kept == int(token[0]) else torch.tensor([kept], dtype=token.dtype, device=token.device)
 
 
 @torch.inference_mode()

@@ -75,12 +75,13 @@ class Row:
                 self.finish_reason = "stop"
                 break
             self.output.append(t)
+            if self.constraint is not None and (self.constraint.done or len(self.output) >= self.request.max_new_tokens):
+                # complete under the grammar (its closer keeps room to end by max_new_tokens), or cut
+                self.finish_reason = "stop" if self.constraint.accepting else "length"
+                self.stats.closed_early = self.constraint.closed_early
+                break
             if len(self.output) >= self.request.max_new_tokens:
                 self.finish_reason = "length"
-                break
-            if self.constraint is not None and self.constraint.done:
-                self.finish_reason = "stop"  # complete under the grammar, before max_new_tokens
-                self.stats.closed_early = self.constraint.closed_early
                 break
         self._update_text()
         return taken

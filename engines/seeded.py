@@ -281,6 +281,8 @@ def decode_seeded(model, rows: list[Row], params, pad_id: int, seeder: Seeder) -
                 continue
             if not row.cancelled:
                 ok = grammar_prefix(row, answer)
+                if row.constraint is not None:  # no more than leaves room to end by max_new_tokens (AR finishes the rest)
+                    ok = row.constraint.room_prefix(answer[:ok])
                 row.extend(answer[:ok])
                 if ok == len(answer) and not overflowed and not row.finished and (row.constraint is None or row.constraint.accepting):
                     row.extend([seeder.filler])  # the skeleton is complete (a grammar may allow more, e.g. parallel calls: one is the answer)
