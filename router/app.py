@@ -56,6 +56,9 @@ class AppArgs(BaseModel):
     probe_interval_s: float = Field(POLL_INTERVAL_S, gt=0, description="How often the gateway polls each engine's load and health.")
     probe_timeout_s: float = Field(PROBE_TIMEOUT_S, gt=0, description="A poll slower than this failed; a failed poll soon after a replica died marks its engine down.")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine replica settings, shared by BlockEngine and AREngine.")
+    responses_ttl_s: int = Field(
+        24 * 3600, ge=0, description="How long the Responses API keeps each response's conversation in Redis for previous_response_id "
+                                     "(seconds); 0 keeps none (previous_response_id is then a 400). Without Redis nothing is kept.")
     decisions_log: DecisionsLogSettings = Field(
         default_factory=DecisionsLogSettings,
         description="What the decisions stream keeps: prompt text (off by default), per-entry and total byte caps, entries, TTL.",
@@ -88,4 +91,5 @@ def application(args: dict | None = None, gateway_replicas: int = 1):
         block, ar, policy_source=a.policy_source, router_model=a.router_model, redis_url=a.redis_url, key_prefix=a.key_prefix,
         admin_token_env=a.admin_token_env, telemetry=a.telemetry, request_timeout_s=a.request_timeout_s,
         probe_interval_s=a.probe_interval_s, probe_timeout_s=a.probe_timeout_s, decisions_log=a.decisions_log.model_dump(),
+        responses_ttl_s=a.responses_ttl_s,
     )

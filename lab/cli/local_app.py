@@ -50,9 +50,11 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
     from ray import serve
 
     from router.app import application
+    from router.gateway.request_ids import PROXY_CALLBACK_ENV
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    for name, value in (BUSY_MACHINE_SERVE_TIMEOUTS | WORKER_PRIORITY).items():  # read by the raylet and Serve controller Ray starts next
+    # read by the raylet, the Serve controller and the HTTP proxy Ray starts next
+    for name, value in (BUSY_MACHINE_SERVE_TIMEOUTS | WORKER_PRIORITY | PROXY_CALLBACK_ENV).items():
         os.environ.setdefault(name, value)
     ray.init(address="local" if new_cluster else None, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
              configure_logging=False)

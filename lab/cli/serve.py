@@ -48,8 +48,9 @@ def main(args) -> int:
         print("tandem serve: Ray Serve's `serve` command is missing; install ray[serve]", file=sys.stderr)
         return 2
     from lab.cli.local_app import WORKER_PRIORITY
+    from router.gateway.request_ids import PROXY_CALLBACK_ENV
 
-    env = WORKER_PRIORITY | os.environ | {"RAY_USAGE_STATS_ENABLED": "0"}
+    env = WORKER_PRIORITY | PROXY_CALLBACK_ENV | os.environ | {"RAY_USAGE_STATS_ENABLED": "0"}  # the proxy bounds x-request-id
     port = config_port(config)
     print(f"serving {config}: the OpenAI endpoint will be at http://localhost:{port}/v1", flush=True)
     child = subprocess.Popen([serve_bin, "run", str(config)], env=env)

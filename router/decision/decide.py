@@ -23,10 +23,11 @@ Order of the rules (each named in `Decision.rule`):
    for such requests of the task, and priced by that, and never to verified where the live draft
    share is under 1 - 1/min_gain; block <-> AR for equal_quality_tasks, within the block limit).
    Forced modes never move.
-7. `skeleton` / `constrained`: an answer with a fixed skeleton (a json_schema, one tool that must
-   be called) goes to skeleton_mode unless forced (block seeds its canvas with the skeleton:
-   `engines.seeded`). Any other answer under a grammar (tools the model may or may not call, a
-   json_object), or one with logprobs, goes to constrained_mode unless a forced verified/ar says
+7. `skeleton` / `constrained`: an answer with a skeleton (a json_schema, a tool call that must be
+   made, or tool_choice auto without a JSON response_format: an optional skeleton) goes to
+   skeleton_mode unless forced (block seeds its canvas with the skeleton: `engines.seeded`; under
+   auto once the model begins a call). Any other answer under a grammar (a json_object, auto with
+   a JSON response_format), or one with logprobs, goes to constrained_mode unless a forced verified/ar says
    otherwise; a forced block goes there too: block mode follows a grammar only through a
    skeleton, and its tokens are not drawn from the AR distribution that logprobs describe. (Verified drafts that ignore the grammar are mostly
    rejected, so constrained verified costs several times AR's model calls: `bench structured`.)
@@ -248,7 +249,8 @@ class Router:
             if name.lower() == rules.header:
                 v = str(value).strip().lower()
                 if v not in MODES and v != "auto":
-                    raise BadRouteError(f"header {rules.header} must be auto, block, verified or ar; got {value!r}", param=rules.header, code="invalid_mode_header")
+                    raise BadRouteError(f"header {rules.header} must be auto, block, verified or ar; got {str(value)[:32]!r}", param=rules.header,
+                                        code="invalid_mode_header")  # a header's value is echoed cut: it may be kilobytes
                 header_mode = None if v == "auto" else v
                 break
         if override is not None and override.force_mode is not None:

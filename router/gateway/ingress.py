@@ -37,6 +37,7 @@ from router.gateway.calls import chat_call, completion_call
 from router.gateway.console import console
 from router.gateway.orchestration import MAX_BODY_BYTES, MODELS, Gateway, replica_gateway as gateway
 from router.gateway.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
+from router.gateway.request_ids import RequestIdLimit
 from router.gateway.schemas import check_off_loop
 from router.gateway.responses_api import ResponsesRequest, chat_request, new_response_id, to_response
 from router.gateway.responses_events import ResponseEvents, translate_stream
@@ -210,6 +211,7 @@ class ReadLimits:
                 await timed_out(scope, receive, send)
 
 
+api.add_middleware(RequestIdLimit)  # an x-request-id over 128 characters: 400 (the proxy holds the same bound: router.gateway.request_ids)
 api.add_middleware(ReadLimits)  # added last: outermost, so BodyLimit reads the body through its deadline
 
 
@@ -246,7 +248,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, gw: Ga
 async def responses(body: ResponsesRequest, request: Request, gw: Gateway = Depends(gateway)):
     """The Responses API, served by the chat path: items in, items (and Responses events) out.
     With Redis configured, conversations are kept (a TTL) for `previous_response_id`."""
-    store = ResponseStore(gw.redis, prefix=f"{gw.key_prefix}response:") if gw.redis is not None else None
+    keep = gw.redis is not None and gw.responses_ttl_s > 0
+    store = ResponseStore(gw.redis, prefix=f"{gw.key_prefix}response:", ttl_s=gw.responses_ttl_s) if keep else None
     history = await asyncio.to_thread(history_for, body, store)
     chat = chat_request(body, history)
     output = await check_off_loop(output_spec, chat)

@@ -2,7 +2,10 @@
 
 Only what Tandem serves is accepted; fields OpenAI defines that do not change the output here
 (`user`, `logit_bias`, ...) are accepted and ignored, and unknown fields are ignored as OpenAI does.
-`n` must be 1.
+`n` must be 1. Numbers and flags are typed as OpenAI types them, strictly: an integer field takes
+an integer only (not "12", 12.0 or true), a number field an integer or a float, a flag true or
+false; anything else is a 400 `invalid_type` naming the field (pydantic's lax mode would read
+"12" and true as integers).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from engines.errors import InvalidRequestError
 
@@ -31,7 +34,7 @@ def text_field(value: str, what: str) -> str:
 
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    include_usage: bool = False
+    include_usage: StrictBool = False
 
 
 class ResponseFormat(BaseModel):
@@ -54,13 +57,13 @@ class _Sampling(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     model: str = Field("tandem", min_length=1, max_length=256)
-    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
-    temperature: float | None = Field(None, ge=0.0, le=2.0)  # omitted: greedy (Tandem's default, not OpenAI's 1.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    max_tokens: StrictInt | None = Field(None, ge=1, le=1_000_000)
+    temperature: StrictFloat | None = Field(None, ge=0.0, le=2.0)  # omitted: greedy (Tandem's default, not OpenAI's 1.0)
+    top_p: StrictFloat | None = Field(None, gt=0.0, le=1.0)
     stop: str | list[str] | None = None
-    seed: int | None = Field(None, ge=-(2**63), le=2**63 - 1)
-    n: int | None = Field(None, ge=1, le=128)
-    stream: bool = False
+    seed: StrictInt | None = Field(None, ge=-(2**63), le=2**63 - 1)
+    n: StrictInt | None = Field(None, ge=1, le=128)
+    stream: StrictBool = False
     stream_options: StreamOptions | None = None
 
     @field_validator("stop")
@@ -134,15 +137,15 @@ ToolChoice = Literal["none", "auto", "required"] | dict[str, Any]
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(..., min_length=1, max_length=1024)
-    max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    max_completion_tokens: StrictInt | None = Field(None, ge=1, le=1_000_000)
     response_format: ResponseFormat | None = None
     tools: list[dict[str, Any]] | None = Field(None, max_length=128)
     tool_choice: ToolChoice | None = None
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: StrictBool | None = None
     functions: list[dict[str, Any]] | None = Field(None, max_length=128)  # legacy: tools of type function
     function_call: Literal["none", "auto"] | dict[str, Any] | None = None  # legacy tool_choice
-    logprobs: bool | None = None
-    top_logprobs: int | None = Field(None, ge=0, le=20)
+    logprobs: StrictBool | None = None
+    top_logprobs: StrictInt | None = Field(None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _legacy_functions(self):
@@ -198,8 +201,8 @@ class ChatCompletionRequest(_Sampling):
 
 class CompletionRequest(_Sampling):
     prompt: str | list[str] = Field(...)
-    logprobs: int | None = Field(None, ge=0, le=5)  # legacy: the k most likely tokens at each position
-    echo: bool = False
+    logprobs: StrictInt | None = Field(None, ge=0, le=5)  # legacy: the k most likely tokens at each position
+    echo: StrictBool = False
 
     @field_validator("prompt")
     @classmethod
@@ -324,4 +327,5 @@ def validation_error(errors: list[dict]) -> InvalidRequestError:
     if not loc or first.get("type") == "json_invalid":
         return InvalidRequestError(f"request body is not a valid JSON object: {msg}", code="invalid_json")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return InvalidRequestError(f"{loc}: {msg}{more}", code="invalid_value", param=loc)
+    code = "invalid_type" if str(first.get("type", "")).endswith("_type") else "invalid_value"  # OpenAI's code for a wrong type
+    return InvalidRequestError(f"{loc}: {msg}{more}", code=code, param=loc)

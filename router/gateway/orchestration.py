@@ -68,6 +68,7 @@ class Gateway:
         probe_timeout_s: float = PROBE_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
         decisions_log: dict | None = None,
+        responses_ttl_s: int = 24 * 3600,
     ):
         from policies.stores import store_kind
         from router.decision.decide import Router
@@ -87,6 +88,7 @@ class Gateway:
         self.key_prefix = key_prefix
         self.decisions_stream = f"{key_prefix}decisions"
         self.decisions_log = DecisionsLogSettings.model_validate(decisions_log or {})  # default: no prompt text, 7 days, 64 MiB
+        self.responses_ttl_s = responses_ttl_s  # how long the Responses API keeps a conversation (router.gateway.responses_store); 0: none
         self.admin_token = os.environ.get(admin_token_env) or None
         self.telemetry = Telemetry(telemetry)
         self.stats = GatewayStats()

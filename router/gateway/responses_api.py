@@ -18,7 +18,8 @@ import time
 import uuid
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictFloat, StrictInt, Tag, TypeAdapter, ValidationError,
+                      field_validator, model_validator)
 
 from engines.errors import InvalidRequestError
 from router.gateway.openai_api import ChatCompletionRequest, text_field, validation_error
@@ -131,7 +132,7 @@ class FunctionTool(BaseModel):
     name: str = Field(..., min_length=1, max_length=64)
     description: str | None = None
     parameters: dict[str, Any] | None = None
-    strict: bool | None = None
+    strict: StrictBool | None = None
 
     def chat(self) -> dict:
         return {"type": "function", "function": self.model_dump(exclude={"type"}, exclude_none=True)}
@@ -149,7 +150,7 @@ class TextFormat(BaseModel):
     name: str = Field("response", min_length=1, max_length=64)  # json_schema only
     schema_: dict[str, Any] | None = Field(None, alias="schema")
     description: str | None = None
-    strict: bool | None = None
+    strict: StrictBool | None = None
 
     @model_validator(mode="after")
     def _schema_given(self):
@@ -187,14 +188,14 @@ class ResponsesRequest(BaseModel):
     instructions: str | None = None  # a leading system message; not carried to the next response
     tools: list[FunctionTool] | None = Field(None, max_length=128)
     tool_choice: Literal["auto", "none", "required"] | NamedToolChoice | None = None
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: StrictBool | None = None
     text: TextConfig | None = None
-    max_output_tokens: int | None = Field(None, ge=1, le=1_000_000)
-    temperature: float | None = Field(None, ge=0.0, le=2.0)  # omitted: greedy, as in chat
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    stream: bool = False
+    max_output_tokens: StrictInt | None = Field(None, ge=1, le=1_000_000)  # strict types, as in chat (router.gateway.openai_api)
+    temperature: StrictFloat | None = Field(None, ge=0.0, le=2.0)  # omitted: greedy, as in chat
+    top_p: StrictFloat | None = Field(None, gt=0.0, le=1.0)
+    stream: StrictBool = False
     previous_response_id: str | None = Field(None, min_length=1, max_length=256)
-    store: bool | None = None  # omitted: stored (OpenAI's default), when a store is configured
+    store: StrictBool | None = None  # omitted: stored (OpenAI's default), when a store is configured
     metadata: dict[str, str] | None = None
     reasoning: dict[str, Any] | None = None  # ignored: no reasoning model
     truncation: Literal["auto", "disabled"] | None = None  # ignored: a prompt over the context is a 400

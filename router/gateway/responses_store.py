@@ -1,7 +1,8 @@
 """Stored conversations for the Responses API's `previous_response_id`.
 
 After a response, its conversation (the history it continued, its input items, its output items)
-is saved under `<prefix><response id>` as JSON with a TTL; a request naming it as
+is saved under `<prefix><response id>` as JSON with a TTL (the app's `responses_ttl_s`, a day by
+default; 0 keeps nothing, as `store: false` does per request); a request naming it as
 `previous_response_id` gets those items back to put before its own input. Redis is the store the
 gateway already has (the policy store's, or `redis_url`); without one, previous_response_id is a 400.
 """
@@ -20,18 +21,19 @@ log = logging.getLogger("tandem.responses")
 
 DEFAULT_TTL_S = 24 * 3600  # how long a stored response can be continued
 MAX_ENTRY_BYTES = 256 * 1024  # a conversation over this is not stored
-NO_STORE = "previous_response_id needs Redis: set policy_source/redis_url"
+NO_STORE = "previous_response_id needs a response store: Redis (policy_source or redis_url) and responses_ttl_s above 0"
 
 
 class ResponseStore:
     """Each response's conversation (input and output items) under `<prefix><response id>`, JSON,
     with a TTL; an entry over `max_bytes` is not stored (continuing it is a 400, not found)."""
 
-    def __init__(self, client: redis.Redis, prefix: str = "tandem:response:", max_bytes: int = MAX_ENTRY_BYTES):
-        self.client, self.prefix, self.max_bytes = client, prefix, max_bytes
+    def __init__(self, client: redis.Redis, prefix: str = "tandem:response:", max_bytes: int = MAX_ENTRY_BYTES, ttl_s: int = DEFAULT_TTL_S):
+        self.client, self.prefix, self.max_bytes, self.ttl_s = client, prefix, max_bytes, ttl_s
 
-    def save(self, response_id: str, items: list, ttl_s: int = DEFAULT_TTL_S) -> bool:
-        """Store `items`; False (logged, never raised) when too large or Redis fails."""
+    def save(self, response_id: str, items: list, ttl_s: int | None = None) -> bool:
+        """Store `items` for `ttl_s` (default: the store's); False (logged, never raised) when too large or Redis fails."""
+        ttl_s = self.ttl_s if ttl_s is None else ttl_s
         data = json.dumps(items, ensure_ascii=False, separators=(",", ":")).encode()
         if len(data) > self.max_bytes:
             log.info("response %s not stored: %d bytes, over %d", response_id, len(data), self.max_bytes)

@@ -8,6 +8,8 @@ library resolves an unknown `$ref` URI by downloading it unless it is given a re
 - walks the schema without recursion and refuses one nested deeper than `MAX_DEPTH` or larger
   than `MAX_BYTES` (deep schemas made the library's recursive walk raise RecursionError);
 - refuses every `$ref` / `$dynamicRef` / `$recursiveRef` that is not local (`#...`), naming it;
+- refuses a string `pattern` that matches nothing shorter than MAX_PATTERN_CHARS characters
+  (`^a{1000000}$`): no answer could hold it, and the grammar library spends seconds building it;
 - builds the validator on an empty `referencing.Registry` (no retrieval: an unknown URI is an
   error, never a download) and checks the schema against its metaschema and every local
   reference against the schema.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from engines.errors import InvalidRequestError
 
 MAX_DEPTH = 32  # nesting of objects and arrays in a schema (OpenAI's strict mode allows 10 levels of objects)
 MAX_BYTES = 128 * 1024  # the schema as compact JSON
+MAX_PATTERN_CHARS = 4096  # the shortest string a `pattern` matches may be at most this long
 CHECK_TIMEOUT_S = 2.0  # one compile or one validation; a pattern that backtracks forever is cut off here
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 DATA_KEYWORDS = ("const", "enum", "default", "examples")  # their values are instances, not schemas
@@ -70,8 +74,22 @@ def _walk(schema: Any) -> list[str]:
                                    "are resolved; nothing is fetched")
                 refs.append(value)
             elif key not in DATA_KEYWORDS:
+                if key == "pattern" and isinstance(value, str):
+                    _check_pattern(value)
                 stack.append((value, depth + 1))
     return refs
+
+
+def _check_pattern(pattern: str) -> None:
+    """Refuse a pattern whose shortest match is over MAX_PATTERN_CHARS (by Python's regex parser;
+    one it cannot parse is left to the grammar library, which names what it does not support)."""
+    try:
+        shortest = re._parser.parse(pattern).getwidth()[0]
+    except Exception:
+        return
+    if shortest > MAX_PATTERN_CHARS:
+        raise _refused(f"pattern {pattern[:40]!r}{'...' if len(pattern) > 40 else ''} matches nothing shorter than {shortest} "
+                       f"characters; at most {MAX_PATTERN_CHARS}")
 
 
 @dataclass(frozen=True)
