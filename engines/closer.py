@@ -87,11 +87,17 @@ class Closer:
         self.texts = texts
         self.vocab_size = vocab_size  # the grammar library's vocabulary (the mask's width)
         self.scores = closing_scores(texts, vocab_size, eos)
+        self.eos = eos
         rank = {ch: i for i, ch in enumerate(CHAR_ORDER)}
         singles = [t for t, text in enumerate(texts[:vocab_size])  # a backslash only ever leads into escapes
                    if len(text) == 1 and text >= " " and text not in '\\"\ufffd' and t not in special]
         self.chars = np.array(sorted(singles, key=lambda t: (rank.get(texts[t], len(rank)), t)), dtype=np.int64)  # search order
         self.lengths = np.array([len(t) if t != "\ufffd" else 99 for t in texts[:vocab_size]] + [99] * (vocab_size - len(texts)))
+        self.spelled = {}  # text -> a token that writes exactly it: to spell a path in the fewest tokens
+        for t, text in enumerate(texts[:vocab_size]):
+            if text and "\ufffd" not in text and t not in special:
+                self.spelled.setdefault(text, t)
+        self.longest = max(map(len, self.spelled), default=1)
 
     def allowed(self, matcher: llguidance.LLMatcher) -> np.ndarray:
         """(V,) bool: the tokens `matcher` allows next."""
@@ -107,7 +113,7 @@ class Closer:
             if m.is_error():
                 return None, m.get_error()
             if m.is_accepting():
-                return out, ""
+                return self.fewest_tokens(matcher, out), ""
             if len(out) > limit:
                 return None, OVER_LIMIT
             forced = m.compute_ff_tokens()
@@ -133,6 +139,27 @@ class Closer:
                 return None, m.get_error()
             out += steps
             state = after_text(state, "".join(self.texts[t] for t in steps))
+
+    def fewest_tokens(self, matcher: llguidance.LLMatcher, path: list[int]) -> list[int]:
+        """`path`'s text in the fewest tokens (forced text comes tokenized as the library splits it,
+        which can take more), if the grammar takes that spelling to its end; else `path`."""
+        text = "".join(self.texts[t] if t < len(self.texts) else "\ufffd" for t in path)
+        best: list[tuple[int, int] | None] = [(0, -1)] + [None] * len(text)  # (tokens, last token) to spell text[:i]
+        for i in range(len(text)):
+            if best[i] is None:
+                continue
+            for n in range(1, min(self.longest, len(text) - i) + 1):
+                t = self.spelled.get(text[i : i + n])
+                if t is not None and (best[i + n] is None or best[i][0] + 1 < best[i + n][0]):
+                    best[i + n] = (best[i][0] + 1, t)
+        if best[-1] is None or best[-1][0] >= len(path):
+            return path
+        spelled, i = [], len(text)
+        while i:
+            spelled.append(best[i][1])
+            i -= len(self.texts[best[i][1]])
+        spelled.reverse()
+        return spelled if matcher.validate_tokens([*spelled, self.eos]) == len(spelled) + 1 else path
 
     def _ends(self, m: llguidance.LLMatcher, state: String, allowed: np.ndarray) -> bool:
         if state[1]:  # after a backslash a quote is text, not the end of the string
