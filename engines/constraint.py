@@ -4,8 +4,8 @@ A request's `grammar` is an llguidance grammar (serialized; the gateway builds i
 Schema, tool definitions or a Lark grammar). Each row that has one owns a `TokenConstraint`: a
 matcher that knows which tokens may come next. AR mode masks every step's logits before the
 token choice; verified mode masks the AR choice after each draft token, so constrained verified
-output equals constrained AR output under greedy decoding. Block mode takes no grammar: the
-router sends constrained requests to a mode that can honour one.
+output equals constrained AR output under greedy decoding. Block mode follows a grammar only
+through a skeleton-seeded canvas, checked by it (engines.seeded).
 
 An answer under a grammar always ends valid within max_new_tokens (engines.closer):
 - before decoding, `GrammarTokenizer.constraint` walks the closer from the start: a grammar the
@@ -24,14 +24,12 @@ keyword.
 
 from __future__ import annotations
 
-import json
-
 import llguidance
 import llguidance.hf
 import llguidance.torch
 import torch
 
-from engines.closer import GAVE_UP, OVER_LIMIT, Closer, String, after_text
+from engines.closer import GAVE_UP, OUTSIDE, OVER_LIMIT, Closer, String, after_text
 from engines.errors import InvalidRequestError
 
 # In the last tokens of max_new_tokens (CLOSING_SHARE of them, at most CLOSING_TOKENS), a
@@ -91,7 +89,7 @@ class GrammarTokenizer:
             raise InvalidRequestError(f"the output grammar cannot be used: {_reason(matcher.get_error())}", param=param,
                                       code="invalid_grammar")
         limit = max(SEARCH_LIMIT, max_new_tokens)
-        path, why = self.closer.path(matcher, (False, False), limit)
+        path, why = self.closer.path(matcher, OUTSIDE, limit)
         what = "the tool definitions" if param == "tools" else "the response_format schema"
         if path is None and why == OVER_LIMIT:
             raise InvalidRequestError(f"max_tokens {max_new_tokens} is below the shortest answer under {what} (more than {limit} tokens)",
@@ -138,7 +136,7 @@ class TokenConstraint:
         self.max_new_tokens = max_new_tokens
         self.window = closing_window(max_new_tokens)
         self.closed_early = False  # the closer chose a token because max_new_tokens ran low
-        self._string: list[String] = [(False, False)]  # (inside a JSON string, after a backslash), per token consumed
+        self._string: list[String] = [OUTSIDE]  # (inside a JSON string, after a backslash), per token consumed
         self._states = [0]  # the id of each prefix consumed so far (0: the empty answer)
         self._paths: dict[int, list[int] | None] = {0: path}  # prefix id -> its way to end (None: none known that fits)
         self._children: dict[tuple[int, int], int] = {}  # (prefix id, token) -> the id of prefix + token
