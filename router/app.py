@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, PREFIX_CACHE_TOKENS
 from router.gateway.decisions_log import DecisionsLogSettings
+from router.gateway.responses_store import DEFAULT_TTL_S
 from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S
 
 
@@ -57,7 +58,7 @@ class AppArgs(BaseModel):
     probe_timeout_s: float = Field(PROBE_TIMEOUT_S, gt=0, description="A poll slower than this failed; a failed poll soon after a replica died marks its engine down.")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine replica settings, shared by BlockEngine and AREngine.")
     responses_ttl_s: int = Field(
-        24 * 3600, ge=0, description="How long the Responses API keeps each response's conversation in Redis for previous_response_id "
+        DEFAULT_TTL_S, ge=0, description="How long the Responses API keeps each response's conversation in Redis for previous_response_id "
                                      "(seconds); 0 keeps none (previous_response_id is then a 400). Without Redis nothing is kept.")
     decisions_log: DecisionsLogSettings = Field(
         default_factory=DecisionsLogSettings,

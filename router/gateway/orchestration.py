@@ -68,7 +68,7 @@ class Gateway:
         probe_timeout_s: float = PROBE_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
         decisions_log: dict | None = None,
-        responses_ttl_s: int = 24 * 3600,
+        responses_ttl_s: int = 24 * 3600,  # router.gateway.responses_store.DEFAULT_TTL_S (the app passes it)
     ):
         from policies.stores import store_kind
         from router.decision.decide import Router
