@@ -30,5 +30,8 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
     || { $sudo_ apt-get update && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y chromium; }
 fi
 
+# Lint first (pyproject's [tool.ruff]): a name error fails in a second, not after the suite.
+.venv/bin/ruff check .
+
 export RAY_USAGE_STATS_ENABLED=0 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
 "$PY" -m pytest -q --durations=15 "$@"

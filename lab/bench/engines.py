@@ -225,8 +225,8 @@ def main(args) -> int:
         utilization.append({"batch": batch, "decoder_step_gflop": flops / 1e9, "step_ms": step_s * 1000, "share_of_peak": flops / step_s / 1e9 / peak})
 
     print()
-    print(f"| mode | batch | tokens/s | tokens/forward | p50 ms | vs reference | vs AR |")
-    print(f"|---|---|---|---|---|---|---|")
+    print("| mode | batch | tokens/s | tokens/forward | p50 ms | vs reference | vs AR |")
+    print("|---|---|---|---|---|---|---|")
     for r in records:
         print(
             f"| {r['mode']} | {r['batch']} | {r['tokens_per_s']:.1f} | {r['tokens_per_forward']:.2f} | {r['p50_ms']:.0f} "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.model.tasks import LONG_FAMILIES
 from lab.model.train import (
     TrainConfig,
     build_model,
