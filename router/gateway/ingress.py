@@ -35,7 +35,7 @@ from policies.stores import redact
 from router.gateway.admin import admin
 from router.gateway.calls import chat_call, completion_call
 from router.gateway.console import console
-from router.gateway.orchestration import MAX_BODY_BYTES, MODELS, Gateway, replica_gateway as gateway
+from router.gateway.orchestration import MAX_BODY_BYTES, Gateway, replica_gateway as gateway
 from router.gateway.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
 from router.gateway.request_ids import RequestIdLimit
 from router.gateway.schemas import check_off_loop
@@ -226,15 +226,22 @@ async def metrics(gw: Gateway = Depends(gateway)):
     return Response(content=gw.metrics_text(), media_type=CONTENT_TYPE_LATEST)
 
 
+def served_models(gw: Gateway) -> list[str]:
+    """The model names this Gateway serves: the live policy's model aliases (`forcing.model_aliases`),
+    the same names `Router.decide` accepts."""
+    return sorted(gw.router.policy.forcing.model_aliases)
+
+
 @api.get("/v1/models")
-async def models():
-    return {"object": "list", "data": [{"id": m, "object": "model", "created": CREATED, "owned_by": "tandem"} for m in MODELS]}
+async def models(gw: Gateway = Depends(gateway)):
+    return {"object": "list", "data": [{"id": m, "object": "model", "created": CREATED, "owned_by": "tandem"} for m in served_models(gw)]}
 
 
 @api.get("/v1/models/{model_id}")
-async def model(model_id: str):
-    if model_id not in MODELS:
-        raise NotFoundError(f"model {model_id!r} does not exist; available: {', '.join(MODELS)}", code="model_not_found", param="model")
+async def model(model_id: str, gw: Gateway = Depends(gateway)):
+    served = served_models(gw)
+    if model_id not in served:
+        raise NotFoundError(f"model {model_id!r} does not exist; available: {', '.join(served)}", code="model_not_found", param="model")
     return {"id": model_id, "object": "model", "created": CREATED, "owned_by": "tandem"}
 
 

@@ -41,7 +41,6 @@ from router.gateway.tool_calls import CallReader
 
 log = logging.getLogger("tandem.gateway")
 
-MODELS = ("tandem", "tandem-block", "tandem-verified", "tandem-ar")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 

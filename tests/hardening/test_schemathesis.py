@@ -13,10 +13,18 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from router.gateway.orchestration import MODELS
 
 BODY_ROUTES = ("/v1/chat/completions", "/v1/completions")
 STATUSES: dict[str, int] = {}
+
+
+def shipped_models() -> list[str]:
+    """The model names the shipped policy serves (what /v1/models lists on an app with it)."""
+    import yaml
+
+    from policies.stores.base import DEFAULT_POLICY_PATH
+
+    return sorted(yaml.safe_load(DEFAULT_POLICY_PATH.read_text())["forcing"]["model_aliases"])
 
 
 def body_schema(doc: dict, path: str) -> dict:
@@ -33,7 +41,7 @@ def bounded(doc: dict) -> dict:
         for field in ("max_tokens", "max_completion_tokens"):
             if field in props:
                 props[field] = {"type": "integer", "minimum": 1, "maximum": 8}
-        props["model"] = {"type": "string", "enum": list(MODELS)}
+        props["model"] = {"type": "string", "enum": shipped_models()}
         schema["required"] = sorted(set(schema.get("required", [])) | {"max_tokens"})
     return doc
 
