@@ -16,6 +16,7 @@ _EXPORTS = {
     "RedisStore": "policies.stores",
     "STORES": "policies.stores",
     "load_store": "policies.stores",
+    "is_redis_source": "policies.stores",
     "validate_policy": "policies.stores",
     "default_policy": "policies.stores",
     "PolicyError": "policies.errors",

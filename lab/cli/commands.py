@@ -118,6 +118,7 @@ def cmd_route(args: argparse.Namespace) -> int:
         return 0
 
     from router.decision.decide import Router
+    from policies.stores import is_redis_source
     from router.decision.types import RouteRequest
 
     kw = {"model": args.model, "max_tokens": args.max_tokens, "headers": headers, "api_key": args.api_key}
@@ -125,7 +126,7 @@ def cmd_route(args: argparse.Namespace) -> int:
         kw["response_format"] = {"type": "json_object"}
     if args.request_id:
         kw["request_id"] = args.request_id
-    router = Router(model_path=args.model_path, policy_source=args.policy, **({"watch": False} if _is_redis(args.policy) else {}))
+    router = Router(model_path=args.model_path, policy_source=args.policy, **({"watch": False} if is_redis_source(args.policy) else {}))
     try:
         decision = router.decide(RouteRequest.from_prompt(prompt, system=args.system, **kw))
     finally:
@@ -167,13 +168,6 @@ def _route_on_server(args: argparse.Namespace, prompt: str, headers: dict[str, s
             message = reply.text[:200]
         raise ValueError(f"{url} answered {reply.status_code}: {message}")
     return reply.json()
-
-
-def _is_redis(source: str | None) -> bool:
-    import os
-
-    source = source or os.environ.get("TANDEM_POLICY_SOURCE") or ""
-    return source.startswith(("redis://", "rediss://", "unix://"))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

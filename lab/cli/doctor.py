@@ -97,7 +97,7 @@ def check_router_model(path: str | None) -> Check:
 
 
 def check_policy(source: str | None, prefix: str) -> Check:
-    from policies.stores import DEFAULT_POLICY_PATH, SOURCE_ENV, load_store, redact, store_kind
+    from policies.stores import DEFAULT_POLICY_PATH, SOURCE_ENV, is_redis_source, load_store, redact, store_kind
 
     source = source or os.environ.get(SOURCE_ENV) or str(DEFAULT_POLICY_PATH)
     shown = redact(source)
@@ -114,7 +114,7 @@ def check_policy(source: str | None, prefix: str) -> Check:
             policy = store.current()
     except Exception as exc:
         fix = ("start Redis there (redis-server --port N) or pass --policy-source with a reachable redis:// URL or a YAML file"
-               if source.startswith(("redis://", "rediss://", "unix://")) else "fix the file: tandem policy validate FILE")
+               if is_redis_source(source) else "fix the file: tandem policy validate FILE")
         return Check("policy source", False, f"{shown}: {type(exc).__name__}: {redact(str(exc))}", fix)
     return Check("policy source", True, f"{shown} ({kind}), policy version {policy.version}")
 

@@ -60,6 +60,7 @@ __all__ = [
     "register_store",
     "resolve_write",
     "store_kind",
+    "is_redis_source",
     "validate_policy",
 ]
 
@@ -82,9 +83,17 @@ def register_store(name: str) -> Callable[[type[PolicyStore]], type[PolicyStore]
     return deco
 
 
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def is_redis_source(source: str | None) -> bool:
+    """Whether a policy source names Redis (None: $TANDEM_POLICY_SOURCE, as `load_store` reads it)."""
+    return str(source or os.environ.get(SOURCE_ENV) or "").startswith(REDIS_SCHEMES)
+
+
 def store_kind(source: str) -> str:
     """Which registered store a source string names: redis:// URLs -> redis, `memory:` -> memory, paths -> file."""
-    if source.startswith(("redis://", "rediss://", "unix://")):
+    if is_redis_source(source):
         return "redis"
     if source.startswith("memory:"):
         return "memory"
