@@ -29,6 +29,11 @@ from router.gateway.telemetry import engine_span
 log = logging.getLogger("tandem.gateway")
 
 
+def expected_tokens(decision, gen: GenerationRequest) -> int:
+    """The answer length a mode is priced for: the router's prediction, capped by max_tokens."""
+    return max(1, min(decision.predicted_tokens, gen.max_new_tokens))
+
+
 async def cancelling(response):
     """Await a DeploymentResponse; if this await is cancelled (a timeout, a client gone), cancel
     the engine's work too. Ray Serve only does that when the whole HTTP request is cancelled, so
@@ -117,7 +122,7 @@ class Failover:
         if left_ms <= 0:  # the first attempt used the whole deadline
             return None
         view = self.view.view()
-        tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
+        tokens = expected_tokens(decision, gen)
         steps = gen.max_denoising_steps or getattr(self.router.cost, "steps", 0)
         estimate = self.router.finish_estimate(alt, tokens, steps, gen.canvas, decision.task, view,
                                                PromptSize(decision.prompt_tokens, decision.prefix_tokens),
@@ -151,7 +156,7 @@ class Failover:
     def _dispatch(self, gen: GenerationRequest, decision) -> Ticket:
         cost, estimate, service = self.router.cost, None, None
         if cost is not None:
-            tokens = max(1, min(decision.predicted_tokens, gen.max_new_tokens))
+            tokens = expected_tokens(decision, gen)
             steps = gen.max_denoising_steps or cost.steps
             prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
             key = self.router.draft_key(decision)

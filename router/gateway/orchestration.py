@@ -25,7 +25,6 @@ import time
 from collections.abc import AsyncIterator
 
 from fastapi.responses import JSONResponse, StreamingResponse
-from engines.defaults import DEFAULT_MAX_TOKENS
 from engines.errors import EngineUnavailableError, TandemError, UnprocessableError
 from engines.prompt_bounds import check_chars
 from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
@@ -133,7 +132,7 @@ class Gateway:
             root.set_attribute("tandem.mode", decision.mode)
             limit = self.view.canvas_limit
             gen = dataclasses.replace(
-                call.gen, mode=decision.mode, max_new_tokens=call.gen.max_new_tokens or DEFAULT_MAX_TOKENS, request_id=call.request_id,
+                call.gen, mode=decision.mode, request_id=call.request_id,
                 canvas=min(decision.canvas, limit) if decision.canvas and limit else decision.canvas, max_denoising_steps=decision.steps,
                 expected_tokens=decision.predicted_tokens,
             )
@@ -156,7 +155,7 @@ class Gateway:
         if (limit := self.view.prompt_limit) is None:  # no engine info yet: the engine refuses it as cheaply
             return
         try:
-            check_chars(call.gen.messages, call.gen.prompt, call.gen.max_new_tokens or DEFAULT_MAX_TOKENS, limit)
+            check_chars(call.gen.messages, call.gen.prompt, call.gen.max_new_tokens, limit)
         except TandemError as exc:
             self._error(exc.status, code=exc.code)
             raise
