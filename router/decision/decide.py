@@ -164,7 +164,7 @@ class Router:
             policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
             load_aware=moved, request_id=req.request_id, structured=req.structured,
             prompt_tokens=prompt.tokens, prefix_tokens=prompt.head_tokens,
-        )
+        ).made_by(policy)
 
     @staticmethod
     def _block_agrees(pred: Prediction | Decision, policy) -> bool:
@@ -174,7 +174,7 @@ class Router:
 
     def draft_key(self, decision: Decision) -> DraftKey:
         """What a decided request's verified draft share is counted and priced under."""
-        return DraftKey(decision.task, self._block_agrees(decision, self.policy))
+        return DraftKey(decision.task, self._block_agrees(decision, decision.policy or self.policy))
 
     def _faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
                                  block_agrees: bool = True):

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from engines.types import Mode
 
@@ -71,6 +71,18 @@ class Decision(BaseModel):
     structured: Literal["tools", "json_schema", "json_object"] | None = Field(None, description="The request's output grammar, if any.")
     prompt_tokens: int = Field(0, description="Approximate prompt tokens (messages and tools): the cost model prices their prefill.")
     prefix_tokens: int = Field(0, description="Approximate tokens before the last message: what an engine's prefix cache may hold.")
+    # The policy snapshot that made this decision (not serialized): what happens to the request
+    # later (failover's on_engine_failure, the agreement floor) follows it, not a newer policy.
+    _policy: Any = PrivateAttr(default=None)
+
+    @property
+    def policy(self):
+        """The policy (policies.Policy) that decided, or None for a decision built elsewhere."""
+        return self._policy
+
+    def made_by(self, policy) -> "Decision":
+        self._policy = policy
+        return self
 
     def headers(self) -> dict[str, str]:
         """Response headers the gateway adds."""

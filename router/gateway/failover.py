@@ -115,7 +115,8 @@ class Failover:
     def _failover_mode(self, mode: str, gen: GenerationRequest, decision, deadline: float) -> str | None:
         """The policy's on_engine_failure mode for `mode`, if its engine is up and the cost
         profile (calibrated) expects it to finish before the deadline; else None (a 503)."""
-        alt = self.router.policy.on_engine_failure.get(mode)
+        policy = decision.policy or self.router.policy  # the policy that routed the request
+        alt = policy.on_engine_failure.get(mode)
         if alt is None or self.view.health.is_down(ENGINE_OF_MODE[alt]):
             return None
         left_ms = (deadline - time.monotonic()) * 1000.0

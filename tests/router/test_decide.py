@@ -228,3 +228,19 @@ def test_an_answer_with_a_skeleton_goes_to_skeleton_mode_and_other_grammars_to_c
     # logprobs need the AR distribution even with a skeleton; a forced mode is kept
     assert router.decide(req(structured="json_schema", skeleton=True, logprobs=True)).mode == "ar"
     assert route(skeleton_mode="ar").decide(req(structured="json_schema", skeleton=True, model="tandem-verified")).mode == "verified"
+
+
+def test_a_decision_keeps_the_policy_that_made_it(route):
+    """What happens to a request after its decision (failover's on_engine_failure, the agreement
+    floor its drafts are priced under) follows the policy that routed it, not a newer one."""
+    router = route(on_engine_failure={"block": "ar", "verified": "ar", "ar": "verified"}, agreement_floor=0.0)
+    decision = router.decide(req())
+    before = decision.policy
+    assert before is not None and before.version == decision.policy_version
+    newer = before.content() | {"on_engine_failure": {"block": "verified", "verified": "ar", "ar": "verified"}, "agreement_floor": 1.0}
+    router.store.apply(newer, expect_version=before.version)
+    assert router.policy.version > before.version and router.policy.on_engine_failure["block"] == "verified"
+    assert decision.policy.on_engine_failure["block"] == "ar", "the snapshot did not move with the store"
+    decision.agreement = 0.5  # under the newer floor (1.0) block would not agree; under the deciding one (0.0) it does
+    assert router.draft_key(decision).agrees
+    assert "policy" not in decision.model_dump() and "_policy" not in decision.model_dump_json()
