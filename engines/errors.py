@@ -52,10 +52,6 @@ class InvalidRequestError(TandemError, ValueError):
     status, type, code = 400, "invalid_request_error", "invalid_request"
 
 
-class AuthenticationError(TandemError):
-    status, type, code = 401, "authentication_error", "invalid_api_key"
-
-
 class PermissionDeniedError(TandemError):
     """Well-formed, but the policy does not allow it."""
 
@@ -66,32 +62,8 @@ class NotFoundError(TandemError, LookupError):
     status, type, code = 404, "invalid_request_error", "not_found"
 
 
-class MethodNotAllowedError(TandemError):
-    status, type, code = 405, "invalid_request_error", "method_not_allowed"
-
-
-class RequestTimeoutError(TandemError):
-    """The client did not send its request in time."""
-
-    status, type, code = 408, "invalid_request_error", "request_timeout"
-
-
 class ConflictError(TandemError):
     status, type, code = 409, "invalid_request_error", "conflict"
-
-
-class PayloadTooLargeError(TandemError):
-    status, type, code = 413, "invalid_request_error", "request_too_large"
-
-
-class HeadersTooLargeError(TandemError):
-    status, type, code = 431, "invalid_request_error", "request_headers_too_large"
-
-
-class UnprocessableError(TandemError):
-    """Valid, but the model's answer could not satisfy it."""
-
-    status, type, code = 422, "invalid_request_error", "unprocessable"
 
 
 class RateLimitError(TandemError):

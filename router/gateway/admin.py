@@ -21,7 +21,8 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 
-from engines.errors import AuthenticationError, InvalidRequestError, NotFoundError
+from engines.errors import InvalidRequestError, NotFoundError
+from router.gateway.errors import AuthenticationError
 from policies.stores import redact
 from router.gateway.calls import chat_call
 from router.gateway.decision_feed import FEED_SIZE

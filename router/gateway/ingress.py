@@ -22,19 +22,12 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from ray.exceptions import TaskCancelledError
 from starlette.exceptions import HTTPException
 
-from engines.errors import (
-    HeadersTooLargeError,
-    InvalidRequestError,
-    MethodNotAllowedError,
-    NotFoundError,
-    PayloadTooLargeError,
-    RequestTimeoutError,
-    TandemError,
-)
+from engines.errors import InvalidRequestError, NotFoundError, TandemError
 from policies.stores import redact
 from router.gateway.admin import admin
 from router.gateway.calls import chat_call, completion_call
 from router.gateway.console import console
+from router.gateway.errors import HeadersTooLargeError, MethodNotAllowedError, PayloadTooLargeError, RequestTimeoutError
 from router.gateway.orchestration import MAX_BODY_BYTES, Gateway, replica_gateway as gateway
 from router.gateway.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
 from router.gateway.request_ids import RequestIdLimit

@@ -25,7 +25,8 @@ import time
 from collections.abc import AsyncIterator
 
 from fastapi.responses import JSONResponse, StreamingResponse
-from engines.errors import EngineUnavailableError, TandemError, UnprocessableError
+from engines.errors import EngineUnavailableError, TandemError
+from router.gateway.errors import UnprocessableError
 from engines.prompt_bounds import check_chars
 from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
 from router.gateway.answers import closing_chunks, delta_chunks, whole_answer

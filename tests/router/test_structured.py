@@ -115,7 +115,7 @@ def test_bad_definitions_are_400s_naming_the_field(tools, choice, param, code):
 
 def test_tools_too_large_in_all_are_refused_naming_the_field():
     """A 3 MB `tools` field was accepted, prompted and logged; each tool alone may be small."""
-    from engines.errors import PayloadTooLargeError
+    from router.gateway.errors import PayloadTooLargeError
     from router.gateway.structured import MAX_TOOLS_BYTES
 
     padded = [{"type": "function", "function": {"name": f"tool_{i}", "description": "x" * 4000}} for i in range(MAX_TOOLS_BYTES // 4000 + 1)]
