@@ -10,6 +10,7 @@ One line per check (ok / FAIL + the fix); exit 0 when every check passes, 1 othe
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import socket
 import sys
 from collections.abc import Callable
@@ -162,6 +163,18 @@ def running_tandem(port: int) -> str | None:
     return f"tandem {ours}, checkpoint {checkpoint}, engines {', '.join(engines)}, policy version {policy}"
 
 
+def check_compile_cache() -> Check:
+    """Whether torch's on-disk compile cache holds compiled graphs (engine.compile: on reuses them, so
+    a replica that restarts on this machine does not compile again). Cold is not a failure:
+    compiling is opt-in (engines/compiled.py)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    root = Path(cache_dir())
+    graphs = sum(1 for f in (root / "fxgraph").rglob("*") if f.is_file()) if (root / "fxgraph").is_dir() else 0
+    state = f"warm: {graphs} compiled graphs" if graphs else "cold: no compiled graphs (engine.compile: on compiles each shape on first use)"
+    return Check("compile cache", True, f"{state} in {root}")
+
+
 def run_checks(args) -> list[Check]:
     steps: list[Callable[[], Check]] = [
         check_python, check_torch, check_transformers,
@@ -169,6 +182,7 @@ def run_checks(args) -> list[Check]:
         lambda: check_router_model(args.router_model),
         lambda: check_policy(args.policy_source, args.prefix),
         check_ray,
+        check_compile_cache,
         lambda: check_port(args.port),
     ]
     out = []

@@ -19,9 +19,9 @@ def test_all_checks_pass_with_a_checkpoint_and_a_live_redis(capsys, tiny_checkpo
     code, out = run(capsys, "--checkpoint", str(tiny_checkpoint), "--policy-source", redis_url, "--prefix", "tandem-doctor-test:",
                     "--port", str(port))
     assert code == 0, out
-    for name in ("python", "torch", "transformers", "checkpoint", "router model", "policy source", "ray serve", f"port {port}"):
+    for name in ("python", "torch", "transformers", "checkpoint", "router model", "policy source", "ray serve", "compile cache", f"port {port}"):
         assert f"ok    {name}" in out
-    assert "has DiffusionGemmaForBlockDiffusion" in out and "8/8 checks passed" in out
+    assert "has DiffusionGemmaForBlockDiffusion" in out and "9/9 checks passed" in out
 
 
 def test_failures_say_what_to_fix(capsys, tmp_path, monkeypatch):
@@ -44,3 +44,15 @@ def test_a_broken_checkpoint_is_reported_not_raised(capsys, tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     code, out = run(capsys, "--checkpoint", str(tmp_path))
     assert code == 1 and "does not load" in out
+
+
+def test_the_compile_cache_is_reported_cold_then_warm(tmp_path, monkeypatch):
+    from lab.cli.doctor import check_compile_cache
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    cold = check_compile_cache()
+    assert cold.ok and cold.detail.startswith("cold") and str(tmp_path) in cold.detail
+    (tmp_path / "fxgraph" / "ab").mkdir(parents=True)
+    (tmp_path / "fxgraph" / "ab" / "graph").write_text("compiled")
+    warm = check_compile_cache()
+    assert warm.ok and warm.detail.startswith("warm: 1 compiled graphs")
