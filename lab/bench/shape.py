@@ -72,19 +72,28 @@ def synchronize(device: str) -> None:
 
 
 def measure(engine: DiffusionEngine, modes: list[str], batches: list[int], steps: int, tokens: int, prompt_tokens: int,
-            device: str) -> list[dict]:
+            device: str, save=lambda records: None) -> list[dict]:
+    """One record per mode and batch; `save` gets the records so far after each one, so a run cut
+    short (a time limit, a crash in a later part) keeps what it measured. A mode that fails is
+    recorded with its error and the run goes on."""
     text = engine.config.text_config
-    records = []
+    records, failures = [], []
     for batch in batches:
         chunk = prompts(batch, prompt_tokens, text.vocab_size, seed=batch)
         logits_mb = batch * engine.config.canvas_length * text.vocab_size * 4 / MB
         for mode in modes:
             synchronize(device)
-            with peak_memory(device) as peak:
-                t0 = time.perf_counter()
-                written, calls = run(engine, mode, chunk, steps, tokens)
-                synchronize(device)
-                elapsed = time.perf_counter() - t0
+            try:
+                with peak_memory(device) as peak:
+                    t0 = time.perf_counter()
+                    written, calls = run(engine, mode, chunk, steps, tokens)
+                    synchronize(device)
+                    elapsed = time.perf_counter() - t0
+            except Exception as exc:  # noqa: BLE001 - a mode's failure is a result, not the end of the run
+                print(f"  {mode:9s} batch {batch:2d}: FAILED {type(exc).__name__}: {exc}", flush=True)
+                failures.append({"mode": mode, "batch": batch, "error": f"{type(exc).__name__}: {exc}"[:500]})
+                save(records + failures)
+                continue
             records.append({
                 "mode": mode, "batch": batch, "tokens_per_s": written / elapsed, "output_tokens": written,
                 "model_calls": calls, "ms_per_call": elapsed * 1000 / max(1, calls), "seconds": elapsed,
@@ -94,6 +103,7 @@ def measure(engine: DiffusionEngine, modes: list[str], batches: list[int], steps
             r = records[-1]
             print(f"  {mode:9s} batch {batch:2d}: {r['tokens_per_s']:8.1f} tok/s, {r['ms_per_call']:8.1f} ms/call, "
                   f"peak {r['peak_mem_mb']:8.0f} MB (+{peak.added_mb:.0f} = {r['step_over_logits']:.2f}x one logits tensor)", flush=True)
+            save(records + failures)
     for r in records:
         ref = next((x for x in records if x["mode"] == "reference" and x["batch"] == r["batch"]), None)
         r["ratio_vs_reference"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref else None
@@ -171,8 +181,19 @@ def main(args) -> int:
     modes = [m for m in MODES if m in args.modes.split(",")]
     steps = min(args.steps, 2) if args.quick else args.steps  # --quick: two denoising steps per canvas
     tokens = 16 if args.quick else engine.config.canvas_length
-    records = measure(engine, modes, batches, steps, tokens, prompt_tokens=32, device=device)
-    gpu = utilization(engine, records, DTYPES[dtype], device) if torch.device(device).type == "cuda" else None
+    def save(records: list[dict], gpu: dict | None = None) -> None:
+        if args.json:
+            Path(args.json).write_text(json.dumps({
+                "shape": args.shape, "layers": text.num_hidden_layers, "dtype": dtype, "device": device, "machine": machine,
+                "torch": torch.__version__, "threads": torch.get_num_threads(), "steps": steps, "model_mb": model_mb,
+                "parameters_b": counts, "records": records, "gpu": gpu,
+            }, indent=2))
+
+    records = measure(engine, modes, batches, steps, tokens, prompt_tokens=32, device=device, save=save)
+    try:
+        gpu = utilization(engine, records, DTYPES[dtype], device) if torch.device(device).type == "cuda" else None
+    except Exception as exc:  # noqa: BLE001 - the measurements above are kept whatever happens here
+        gpu = {"error": f"{type(exc).__name__}: {exc}"[:500]}
     print()
     print("| mode | batch | tokens/s | ms per call | peak MB | step loop / one logits tensor | vs generate() |")
     print("|---|---|---|---|---|---|---|")
@@ -180,7 +201,7 @@ def main(args) -> int:
         ratio = f"{r['ratio_vs_reference']:.2f}x" if r["ratio_vs_reference"] else "-"
         print(f"| {r['mode']} | {r['batch']} | {r['tokens_per_s']:.1f} | {r['ms_per_call']:.0f} | {r['peak_mem_mb']:.0f} "
               f"| {r['step_over_logits']:.2f}x | {ratio} |")
-    if gpu:
+    if gpu and "error" not in gpu:
         print(f"\n{dtype} matmul peak: {gpu['matmul_peak_tflops']:.0f} TFLOP/s")
         for batch, u in gpu["block"].items():
             print(f"block step, batch {batch}: {u['step_tflop']:.2f} TFLOP = {u['share_of_peak'] * 100:.1f}% of peak")
@@ -188,11 +209,7 @@ def main(args) -> int:
         if block1:
             print(f"block decode at batch 1: {block1['tokens_per_s']:.0f} tok/s = {block1['tokens_per_s'] / VLLM_ANCHOR_TOK_S:.2f}x "
                   f"vLLM's {VLLM_ANCHOR_TOK_S} tok/s (one H100, FP8, 16 steps)")
+    save(records, gpu)
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "shape": args.shape, "layers": text.num_hidden_layers, "dtype": dtype, "device": device, "machine": machine,
-            "torch": torch.__version__, "threads": torch.get_num_threads(), "steps": steps, "model_mb": model_mb,
-            "parameters_b": counts, "records": records, "gpu": gpu,
-        }, indent=2))
         print(f"wrote {args.json}")
     return 0
