@@ -107,7 +107,7 @@ def measure(engine: DiffusionEngine, modes: list[str], batches: list[int], steps
     for r in records:
         ref = next((x for x in records if x["mode"] == "reference" and x["batch"] == r["batch"]), None)
         r["ratio_vs_reference"] = r["tokens_per_s"] / ref["tokens_per_s"] if ref else None
-    return records
+    return records + failures  # a failed mode is a record with its error (and no measurements)
 
 
 def matmul_peak_tflops(device: str, dtype: torch.dtype, n: int = 8192, repeats: int = 5) -> float:
@@ -154,7 +154,7 @@ def utilization(engine: DiffusionEngine, records: list[dict], dtype: torch.dtype
     peak = matmul_peak_tflops(device, dtype)
     shares = {}
     for r in records:
-        if r["mode"] == "block":
+        if r["mode"] == "block" and "error" not in r:
             tflop = block_step_flops(engine, r["batch"]) / 1e12
             shares[r["batch"]] = {"step_tflop": tflop, "share_of_peak": tflop / (r["ms_per_call"] / 1000) / peak}
     return {"matmul_peak_tflops": peak, "block": shares}
@@ -198,6 +198,9 @@ def main(args) -> int:
     print("| mode | batch | tokens/s | ms per call | peak MB | step loop / one logits tensor | vs generate() |")
     print("|---|---|---|---|---|---|---|")
     for r in records:
+        if "error" in r:
+            print(f"| {r['mode']} | {r['batch']} | {r['error']} |")
+            continue
         ratio = f"{r['ratio_vs_reference']:.2f}x" if r["ratio_vs_reference"] else "-"
         print(f"| {r['mode']} | {r['batch']} | {r['tokens_per_s']:.1f} | {r['ms_per_call']:.0f} | {r['peak_mem_mb']:.0f} "
               f"| {r['step_over_logits']:.2f}x | {ratio} |")
@@ -205,7 +208,7 @@ def main(args) -> int:
         print(f"\n{dtype} matmul peak: {gpu['matmul_peak_tflops']:.0f} TFLOP/s")
         for batch, u in gpu["block"].items():
             print(f"block step, batch {batch}: {u['step_tflop']:.2f} TFLOP = {u['share_of_peak'] * 100:.1f}% of peak")
-        block1 = next((r for r in records if r["mode"] == "block" and r["batch"] == 1), None)
+        block1 = next((r for r in records if r["mode"] == "block" and r["batch"] == 1 and "error" not in r), None)
         if block1:
             print(f"block decode at batch 1: {block1['tokens_per_s']:.0f} tok/s = {block1['tokens_per_s'] / VLLM_ANCHOR_TOK_S:.2f}x "
                   f"vLLM's {VLLM_ANCHOR_TOK_S} tok/s (one H100, FP8, 16 steps)")
