@@ -1,10 +1,12 @@
 """Operators: admin auth, policy hot reload through the API, spans and metrics, the decisions stream."""
 
 import json
+import math
 from datetime import datetime
 import time
 
 import httpx
+import pytest
 import redis
 
 MSG = [{"role": "user", "content": "Classify the review as positive or negative: great phone."}]
@@ -146,7 +148,7 @@ def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
     assert outcome["output_tokens"] == r.json()["usage"]["completion_tokens"]
     assert "text" not in entry and MSG[0]["content"] not in json.dumps(entry)  # default: no prompt text, only its features
     features = json.loads(entry["features"])
-    assert features["prompt_chars"] == len(MSG[0]["content"]) and features["numeric"]["log_user_turns"] > 0
+    assert features["prompt_chars"] == len(MSG[0]["content"]) and features["numeric"]["log_user_turns"] == pytest.approx(math.log1p(len(MSG)), abs=1e-4)  # one user turn (logged to 4 places)
     assert 0 < client.pttl(stream) <= 7 * 86_400_000  # entries expire
     client.close()
 
