@@ -25,7 +25,7 @@ from engines.errors import InvalidRequestError, ServiceUnavailableError
 from router.gateway.openai_api import DONE, ChatCompletionRequest, assistant_message, chat_chunk, chat_response, sse, usage, validation_error
 from router.gateway.responses_api import ResponsesRequest, chat_request, new_response_id, to_chat_body, to_response
 from router.gateway.responses_events import ResponseEvents, chat_chunks, encode, translate_stream
-from router.gateway.responses_store import NO_STORE, ResponseStore, conversation_items, history_for, stores
+from router.gateway.responses_store import DEFAULT_TTL_S, NO_STORE, ResponseStore, conversation_items, history_for, stores
 from router.gateway.structured import output_spec
 from router.gateway.tool_calls import CallReader, read_answer
 from tests.policies.helpers import free_port, redis_client
@@ -435,12 +435,13 @@ def scripted_answer(messages: list[dict]) -> str:
 
 class ScriptedGateway:
     """The Gateway as the real /v1/responses route (router.gateway.ingress) uses it - `serve`, `redis`,
-    `key_prefix` - over the scripted model: the chat reply Gateway.serve writes (a JSONResponse, or
+    `key_prefix`, `responses_ttl_s` (an attribute the route gains and this lacks fails loudly) - over the scripted model: the chat reply Gateway.serve writes (a JSONResponse, or
     a StreamingResponse of chat chunks). `fail_after` cuts a stream after that many chunks with the
     in-band error and [DONE] Gateway._stream_chunks sends when an engine fails mid-stream."""
 
     def __init__(self, redis_client=None, key_prefix: str = "", fail_after: int | None = None):
         self.redis, self.key_prefix, self.fail_after = redis_client, key_prefix, fail_after
+        self.responses_ttl_s = DEFAULT_TTL_S
 
     async def serve(self, call, headers: dict[str, str]):
         from fastapi.responses import JSONResponse, StreamingResponse
