@@ -7,7 +7,18 @@ import os
 import pytest
 import torch
 
+from hypothesis import settings as hypothesis_settings
+
 from tests.policies.helpers import REDIS_URL, PrivateRedis, delete_prefix, redis_client, unique_prefix
+
+# Property tests: in CI a fixed, derandomized run (the same examples every time, no database), so a
+# red build replays and a green one means the same thing twice; elsewhere random examples, with
+# failures kept in the local .hypothesis/ database and replayed first on the next run. Loaded here,
+# before any test module builds its @settings, which inherit the profile's database and derandomize.
+# HYPOTHESIS_PROFILE=ci|dev picks one explicitly.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("dev", print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 # Tiny models gain nothing from intra-op threads, and spinning OpenMP threads on a busy 2-core
 # machine made decode 20-40x slower in measurements here.

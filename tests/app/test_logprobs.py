@@ -20,7 +20,7 @@ def test_chat_logprobs_cover_every_token_in_ar_and_verified(client):
     for model in ("tandem-ar", "tandem-verified"):
         r = client.chat.completions.create(model=model, messages=ASK, max_tokens=6, logprobs=True, top_logprobs=3)
         entries = r.choices[0].logprobs.content
-        assert len(entries) == r.usage.completion_tokens
+        assert entries and len(entries) == r.usage.completion_tokens  # an empty answer would pass every check below
         for e in entries:
             assert e.logprob <= 0 and len(e.top_logprobs) == 3
             assert e.top_logprobs[0].logprob >= e.logprob - 1e-5  # the best alternative is at least as likely
@@ -41,13 +41,13 @@ def test_streamed_logprobs_join_to_the_whole(client):
     for chunk in client.chat.completions.create(model="tandem-ar", messages=ASK, max_tokens=6, logprobs=True, stream=True):
         if chunk.choices and chunk.choices[0].logprobs:
             joined += chunk.choices[0].logprobs.content
-    assert [(e.token, e.logprob) for e in joined] == [(e.token, e.logprob) for e in whole.choices[0].logprobs.content]
+    assert joined and [(e.token, e.logprob) for e in joined] == [(e.token, e.logprob) for e in whole.choices[0].logprobs.content]
 
 
 def test_completion_logprobs_use_the_legacy_shape(base_url):
     r = httpx.post(f"{base_url}/v1/completions", json={"model": "tandem-ar", "prompt": "Hello", "max_tokens": 5, "logprobs": 2}, timeout=60)
     lp = r.json()["choices"][0]["logprobs"]
-    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == r.json()["usage"]["completion_tokens"]
+    assert lp["tokens"] and len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == r.json()["usage"]["completion_tokens"]
     assert all(len(top) <= 2 and all(v <= 0 for v in top.values()) for top in lp["top_logprobs"])
     assert all(math.isfinite(v) and v <= 0 for v in lp["token_logprobs"])
     assert lp["text_offset"][0] == 0

@@ -1,10 +1,12 @@
 """Operators: admin auth, policy hot reload through the API, spans and metrics, the decisions stream."""
 
 import json
+import math
 from datetime import datetime
 import time
 
 import httpx
+import pytest
 import redis
 
 MSG = [{"role": "user", "content": "Classify the review as positive or negative: great phone."}]
@@ -27,25 +29,47 @@ def test_admin_needs_the_bearer_token(base_url, admin_headers):
     assert set(routing["calibration"]) == {"block", "ar"} and routing["block_backlog_ms"] >= 0 and set(routing["in_flight"]) == {"block", "ar"}
 
 
-def test_policy_change_applies_to_the_next_request(base_url, admin_headers):
-    current = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
-    everything_ar = current | {"task_modes": {t: "ar" for t in current["task_modes"]}, "fallback_mode": "ar",
-                               "description": "test: all AR"}
-    applied = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": everything_ar, "expect_version": current["version"]})
+def routing_content(policy: dict) -> dict:
+    """A policy's routing content: all but the store-assigned version and the free-text description."""
+    return {k: v for k, v in policy.items() if k not in ("version", "description")}
+
+
+def test_policy_change_applies_to_the_next_request_and_rolls_back(base_url, admin_headers):
+    start = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+    before = chat(base_url)
+    assert before.status_code == 200, before.text
+    # a policy that routes everything to another mode than the starting one (nothing may move it: no confidence
+    # floor to fall back from block, no load-aware moves)
+    target = "block" if before.headers["x-tandem-mode"] != "block" else "ar"
+    everywhere = start | {"task_modes": {t: target for t in start["task_modes"]}, "fallback_mode": target, "confidence_floor": 0.0,
+                          "load_aware": start["load_aware"] | {"enabled": False}, "description": f"test: all {target}"}
+    # a known earlier version to roll back to: the starting policy, written as is (version 0 is in no history)
+    baseline = httpx.post(f"{base_url}/admin/policy", headers=admin_headers,
+                          json={"policy": start, "expect_version": start["version"], "note": "test: baseline"})
+    assert baseline.status_code == 200, baseline.text
+    known = baseline.json()["version"]
+    applied = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": everywhere, "expect_version": known})
     assert applied.status_code == 200, applied.text
     version = applied.json()["version"]
-    assert version > current["version"]
+    assert version > known > start["version"]
     r = chat(base_url)
-    assert r.headers["x-tandem-mode"] == "ar"
+    assert r.headers["x-tandem-mode"] == target
     assert r.headers["x-tandem-policy-version"] == str(version)
 
-    stale = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": everything_ar, "expect_version": current["version"]})
+    stale = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": everywhere, "expect_version": known})
     assert stale.status_code == 409
 
-    back = httpx.post(f"{base_url}/admin/policy/rollback", headers=admin_headers, json={"version": current["version"]} if current["version"] else {"version": version})
-    assert back.status_code in (200, 404)
-    history = httpx.get(f"{base_url}/admin/policy/history", headers=admin_headers).json()["history"]
-    assert any(h.get("version") == version for h in history)
+    back = httpx.post(f"{base_url}/admin/policy/rollback", headers=admin_headers, json={"version": known, "expect_version": version})
+    assert back.status_code == 200, back.text
+    rolled = back.json()["version"]
+    assert rolled > version and routing_content(back.json()["policy"]) == routing_content(start)
+    now = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+    assert now["version"] == rolled and routing_content(now) == routing_content(start)  # the shared app ends as it started
+    after = chat(base_url)
+    assert after.headers["x-tandem-mode"] == before.headers["x-tandem-mode"]
+    assert after.headers["x-tandem-policy-version"] == str(rolled)
+    history = {h["version"]: h for h in httpx.get(f"{base_url}/admin/policy/history", headers=admin_headers).json()["history"]}
+    assert {known, version, rolled} <= set(history) and history[rolled]["note"] == f"rollback to {known}"
 
 
 def test_invalid_policy_is_refused_with_reasons_and_nothing_changes(base_url, admin_headers):
@@ -124,13 +148,17 @@ def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
     assert outcome["output_tokens"] == r.json()["usage"]["completion_tokens"]
     assert "text" not in entry and MSG[0]["content"] not in json.dumps(entry)  # default: no prompt text, only its features
     features = json.loads(entry["features"])
-    assert features["prompt_chars"] == len(MSG[0]["content"]) and features["numeric"]["log_user_turns"] > 0
+    assert features["prompt_chars"] == len(MSG[0]["content"]) and features["numeric"]["log_user_turns"] == pytest.approx(math.log1p(len(MSG)), abs=1e-4)  # one user turn (logged to 4 places)
     assert 0 < client.pttl(stream) <= 7 * 86_400_000  # entries expire
     client.close()
 
 
 def test_shadow_verification_measures_acceptance_of_block_answers_and_logs_it_for_retraining(base_url, admin_headers, serve_app):
+    from policies.stores.base import default_policy
+
     current = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+    shipped = default_policy().shadow_verify_rate  # policies/default.yaml's rate, which the shared app starts with
+    assert current["shadow_verify_rate"] == shipped
     applied = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current | {"shadow_verify_rate": 1.0}})
     assert applied.status_code == 200, applied.text
     try:
@@ -147,4 +175,7 @@ def test_shadow_verification_measures_acceptance_of_block_answers_and_logs_it_fo
         outcome = json.loads(entry["outcome"])
         assert outcome["mode"] == "block" and 0.0 <= outcome["shadow_agreement"] <= 1.0  # the agreement label retraining reads
     finally:
-        httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current | {"shadow_verify_rate": 0.0}})
+        reset = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current})
+        assert reset.status_code == 200, reset.text
+        now = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+        assert now["shadow_verify_rate"] == shipped and routing_content(now) == routing_content(current)

@@ -63,3 +63,12 @@ def test_previous_response_id_continues_a_stored_conversation(client, base_url):
 def test_unsupported_tool_types_are_400s(base_url):
     r = httpx.post(f"{base_url}/v1/responses", json={"model": "tandem", "input": "x", "tools": [{"type": "web_search"}]}, timeout=30)
     assert r.status_code == 400 and "web_search" in r.json()["error"]["message"]
+
+
+def test_a_streamed_response_is_stored_and_continued(client):
+    stream = client.responses.create(model="tandem-ar", input="My name is Ada.", max_output_tokens=4, stream=True)
+    done = [e for e in stream if e.type in ("response.completed", "response.incomplete", "response.failed")]
+    assert [e.type for e in done] != ["response.failed"] and len(done) == 1
+    first = done[0].response
+    second = client.responses.create(model="tandem-ar", input="What is my name?", previous_response_id=first.id, max_output_tokens=4)
+    assert second.previous_response_id == first.id and second.usage.input_tokens > first.usage.input_tokens

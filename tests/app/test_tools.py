@@ -89,7 +89,15 @@ def test_a_tool_result_round_trips_through_the_history(client):
         {"role": "tool", "tool_call_id": "call_1", "content": "It's sunny."},
     ]
     r = client.chat.completions.create(model="tandem", messages=history, tools=[WEATHER], max_tokens=8)
-    assert r.choices[0].finish_reason in ("stop", "length", "tool_calls")
+    choice = r.choices[0]
+    assert (choice.finish_reason == "tool_calls") == bool(choice.message.tool_calls)  # the reason says what the message holds
+    for call in choice.message.tool_calls or []:
+        assert call.function.name == "get_weather" and arguments_valid(call, WEATHER)
+    # the history reached the prompt: the tool call and a longer tool result each cost prompt tokens
+    alone = client.chat.completions.create(model="tandem", messages=ASK, tools=[WEATHER], max_tokens=1)
+    longer = history[:-1] + [history[-1] | {"content": "It's sunny. " * 8}]
+    more = client.chat.completions.create(model="tandem", messages=longer, tools=[WEATHER], max_tokens=1)
+    assert alone.usage.prompt_tokens < r.usage.prompt_tokens < more.usage.prompt_tokens
 
 
 @pytest.mark.parametrize("model", ["tandem", "tandem-block", "tandem-verified", "tandem-ar"])

@@ -51,7 +51,7 @@ schemas = objects(st.recursive(leaf, lambda inner: objects(inner) | st.builds(
     lambda items, most: {"type": "array", "items": items, "maxItems": most}, inner, st.integers(1, 3)), max_leaves=6))
 
 
-@settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=schemas, mode=st.sampled_from(["ar", "verified"]), seed=st.integers(0, 2**16))
 def test_every_json_schema_answer_validates(engine, schema, mode, seed):
     spec = schema_spec(schema)

@@ -89,7 +89,7 @@ def test_a_filled_canvas_reads_back_to_the_answer_and_an_overfull_slot_is_report
     assert next(s for s in wide.spans if s.slot.path == "$.invoice").capacity > invoice.capacity
 
 
-@settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=schemas, seed=st.integers(0, 2**16))
 def test_every_seeded_block_answer_validates(engine, schema, seed):
     spec = schema_spec(schema)
@@ -144,7 +144,7 @@ def test_other_modes_ignore_the_skeleton_and_follow_the_grammar(engine, mode):
     assert isinstance(json.loads(r.text)["n"], int)
 
 
-@settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=schemas, seed=st.integers(0, 2**16))
 def test_verified_with_a_seeded_first_draft_equals_constrained_ar(engine, schema, seed):
     spec = schema_spec(schema)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -19,6 +20,8 @@ from lab.model.tasks import (
     split_of,
 )
 from engines.tokenizer import train_tokenizer
+
+SIGNATURE = re.compile(r"\b(\w+)\(([\w, ]*)\)")  # a listed tool in a plan prompt: name(arg, arg)
 
 
 def _item(family: str, seed: int = 0) -> TaskItem:
@@ -63,8 +66,12 @@ def test_family_answers_have_their_shape():
     assert isinstance(fields, dict) and fields
     classify = _item("classify")
     assert classify.answer in classify.meta["labels"] and classify.answer in classify.prompt
-    calls = json.loads(_item("plan").answer)
-    assert all(c["tool"] in _item("plan").prompt or True for c in calls) and all({"tool", "args"} == set(c) for c in calls)
+    plan = _item("plan")
+    listed = {m.group(1): [a.strip() for a in m.group(2).split(",") if a.strip()] for m in SIGNATURE.finditer(plan.prompt)}
+    calls = json.loads(plan.answer)
+    assert calls and all({"tool", "args"} == set(c) for c in calls)
+    for c in calls:  # each call names a tool the prompt lists, with that tool's arguments in its order
+        assert c["tool"] in listed and list(c["args"]) == listed[c["tool"]], (c, listed)
     assert _item("code").answer.startswith("def ")
     reason = _item("reason")
     lines = reason.answer.split("\n")

@@ -72,7 +72,7 @@ def operations() -> list[tuple[str, str]]:
 def test_no_route_answers_a_server_error(api_schema, method, path):
     operation = api_schema[path][method]
 
-    @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy())
     def check(case):
         response = case.call(timeout=60)

@@ -3,7 +3,10 @@ events (each checked against the `openai` package's own types), the previous_res
 a real Redis, and the OpenAI Agents SDK running an agent with a function tool against it.
 
 The chat side is what the gateway writes: answers read back by `router.gateway.tool_calls`, bodies and
-chunks built by `router.gateway.openai_api`, so only the model is scripted."""
+chunks built by `router.gateway.openai_api`, so only the model is scripted. The Agents SDK and the
+store-or-not of a streamed response go through the real /v1/responses route (router.gateway.ingress, in
+process, its Gateway scripted): a copy of the route here once drifted from it. An engine failing
+mid-stream cannot be provoked in the shared Ray app (tests/app) without killing a replica, hence here."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from engines.errors import InvalidRequestError, ServiceUnavailableError
 from router.gateway.openai_api import DONE, ChatCompletionRequest, assistant_message, chat_chunk, chat_response, sse, usage, validation_error
 from router.gateway.responses_api import ResponsesRequest, chat_request, new_response_id, to_chat_body, to_response
 from router.gateway.responses_events import ResponseEvents, chat_chunks, encode, translate_stream
-from router.gateway.responses_store import NO_STORE, ResponseStore, conversation_items, history_for, stores
+from router.gateway.responses_store import DEFAULT_TTL_S, NO_STORE, ResponseStore, conversation_items, history_for, stores
 from router.gateway.structured import output_spec
 from router.gateway.tool_calls import CallReader, read_answer
 from tests.policies.helpers import free_port, redis_client
@@ -424,42 +427,91 @@ def test_redis_down_fails_loads_loudly_and_saves_quietly():
 # ---- the OpenAI Agents SDK, end to end -----------------------------------------------------------------
 
 
-def scripted_answer(chat: ChatCompletionRequest) -> str:
+def scripted_answer(messages: list[dict]) -> str:
     """The model: call get_weather for the question, then answer with the tool's result."""
-    last = chat.messages[-1]
-    return f"It is {last.content} in Paris." if last.role == "tool" else CALL
+    last = messages[-1]
+    return f"It is {last['content']} in Paris." if last["role"] == "tool" else CALL
 
 
-def responses_handler(seen: list[dict], store: ResponseStore | None = None):
-    """POST /v1/responses as the route serves it, over the scripted model."""
+class ScriptedGateway:
+    """The Gateway as the real /v1/responses route (router.gateway.ingress) uses it - `serve`, `redis`,
+    `key_prefix`, `responses_ttl_s` (an attribute the route gains and this lacks fails loudly) - over the scripted model: the chat reply Gateway.serve writes (a JSONResponse, or
+    a StreamingResponse of chat chunks). `fail_after` cuts a stream after that many chunks with the
+    in-band error and [DONE] Gateway._stream_chunks sends when an engine fails mid-stream."""
 
-    async def handle(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        seen.append(body)
-        req = ResponsesRequest.model_validate(body)
-        history = history_for(req, store)
-        chat = chat_request(req, history)
-        tools = bool(output_spec(chat).callable)
-        text, rid = scripted_answer(chat), new_response_id()
-        if req.stream:
-            async def chat_sse():
-                for s in chat_stream(text, tools):
-                    yield s
-            events = ResponseEvents(req, rid)
-            out = "".join([s async for s in translate_stream(chat_sse(), events)])
-            response = events.response
-            reply = httpx.Response(200, text=out, headers={"content-type": "text/event-stream"})
-        else:
-            response = to_response(chat_completion(text, tools), req, rid)
-            reply = httpx.Response(200, json=Response.model_validate(response).model_dump(mode="json") | {"tandem": TANDEM})
-        if stores(req, store):
-            store.save(rid, conversation_items(req, history, response))
-        return reply
+    def __init__(self, redis_client=None, key_prefix: str = "", fail_after: int | None = None):
+        self.redis, self.key_prefix, self.fail_after = redis_client, key_prefix, fail_after
+        self.responses_ttl_s = DEFAULT_TTL_S
 
-    return handle
+    async def serve(self, call, headers: dict[str, str]):
+        from fastapi.responses import JSONResponse, StreamingResponse
+
+        text, tools = scripted_answer(call.gen.messages), bool(call.output.callable)
+        decision = {"x-tandem-mode": "block"}
+        if not call.stream:
+            return JSONResponse(chat_completion(text, tools), headers=decision)
+        chunks = chat_stream(text, tools)
+        if self.fail_after is not None:
+            chunks = chunks[: self.fail_after] + [sse(ServiceUnavailableError("the block engine failed mid-stream: RuntimeError").body()), DONE]
+
+        async def body():
+            for chunk in chunks:
+                yield chunk
+
+        return StreamingResponse(body(), media_type="text/event-stream", headers=decision)
 
 
-def agent_with(handler):
+@pytest.fixture
+def served():
+    """The real FastAPI app's routes in process (no Ray), its Gateway replaced by `ScriptedGateway`s:
+    call `served(gw)` for an httpx transport whose requests reach the real /v1/responses route."""
+    from router.gateway.ingress import api, gateway
+
+    def transport(gw: ScriptedGateway) -> httpx.ASGITransport:
+        api.dependency_overrides[gateway] = lambda: gw
+        return httpx.ASGITransport(app=api)
+
+    yield transport
+    api.dependency_overrides.pop(gateway, None)
+
+
+def recording(seen: list[dict]) -> dict:
+    """httpx event hooks that keep each request's JSON body in `seen`."""
+    async def keep(request: httpx.Request) -> None:
+        seen.append(json.loads(request.content))
+
+    return {"request": [keep]}
+
+
+def sse_events(text: str) -> list[dict]:
+    return [json.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: {")]
+
+
+@pytest.mark.parametrize("fails", [True, False], ids=["failed", "completed"])
+def test_the_route_stores_a_streamed_response_unless_it_failed(served, store, prefix, fails):
+    """The real route's streaming branch: a stream cut by an engine failure ends in response.failed and
+    is not kept for previous_response_id; a finished one is."""
+    client = redis_client()
+    transport = served(ScriptedGateway(client, prefix, fail_after=3 if fails else None))
+
+    async def run() -> httpx.Response:
+        async with httpx.AsyncClient(transport=transport, base_url="http://tandem.test") as http:
+            return await http.post("/v1/responses", json=sdk_body(stream=True, tools=[], input="Weather in Paris?"))
+
+    r = asyncio.run(run())
+    client.close()
+    assert r.status_code == 200, r.text
+    events = sse_events(r.text)
+    rid = events[0]["response"]["id"]
+    assert events[-1]["type"] == ("response.failed" if fails else "response.completed")
+    kept = store.load(rid)
+    if fails:
+        assert kept is None, "a failed stream was stored"
+    else:
+        assert [(i["role"], i["type"]) for i in kept] == [("user", "message"), ("assistant", "message")], kept  # the turn, kept whole
+
+
+def agent_with(transport: httpx.AsyncBaseTransport, seen: list[dict]):
     from agents import Agent, OpenAIResponsesModel, function_tool, set_tracing_disabled
     from openai import AsyncOpenAI
 
@@ -473,28 +525,28 @@ def agent_with(handler):
         return "22C"
 
     client = AsyncOpenAI(base_url="http://tandem.test/v1", api_key="unused",
-                         http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+                         http_client=httpx.AsyncClient(transport=transport, event_hooks=recording(seen)))
     agent = Agent(name="weather", instructions="You answer weather questions.", tools=[get_weather],
                   model=OpenAIResponsesModel(model="tandem", openai_client=client))
     return agent, calls
 
 
-def test_agents_sdk_runs_a_function_tool_agent():
+def test_agents_sdk_runs_a_function_tool_agent(served):
     from agents import Runner
 
     seen: list[dict] = []
-    agent, calls = agent_with(responses_handler(seen))
+    agent, calls = agent_with(served(ScriptedGateway()), seen)
     result = asyncio.run(Runner.run(agent, "Weather in Paris?"))
     assert calls == ["Paris"] and result.final_output == "It is 22C in Paris."
     assert len(seen) == 2 and seen[1]["input"][-1]["type"] == "function_call_output"
     assert seen[1]["input"][-1]["call_id"] == seen[1]["input"][-2]["call_id"]  # the SDK echoed our call back
 
 
-def test_agents_sdk_streams_a_function_tool_agent():
+def test_agents_sdk_streams_a_function_tool_agent(served):
     from agents import Runner
 
     seen: list[dict] = []
-    agent, calls = agent_with(responses_handler(seen))
+    agent, calls = agent_with(served(ScriptedGateway()), seen)
 
     async def run():
         result = Runner.run_streamed(agent, "Weather in Paris?")
@@ -507,11 +559,13 @@ def test_agents_sdk_streams_a_function_tool_agent():
     assert result.context_wrapper.usage.input_tokens == 24  # usage from each response.completed
 
 
-def test_agents_sdk_chains_with_previous_response_id(store):
+def test_agents_sdk_chains_with_previous_response_id(served, store, prefix):
     from agents import Runner
 
     seen: list[dict] = []
-    agent, calls = agent_with(responses_handler(seen, store))
+    client = redis_client()
+    agent, calls = agent_with(served(ScriptedGateway(client, prefix)), seen)
     result = asyncio.run(Runner.run(agent, "Weather in Paris?", auto_previous_response_id=True))
     assert calls == ["Paris"] and result.final_output == "It is 22C in Paris."
     assert seen[1]["previous_response_id"] and [i["type"] for i in seen[1]["input"]] == ["function_call_output"]
+    client.close()

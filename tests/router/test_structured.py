@@ -67,7 +67,7 @@ def test_choices_shape_the_grammar(tokenizer):
     assert none.grammar is None and none.callable == [] and none.tools
 
 
-@settings(max_examples=60, deadline=None, database=None)
+@settings(max_examples=60, deadline=None)
 @given(cuts=st.lists(st.integers(1, 200), max_size=12), location=st.text(max_size=12))
 def test_streamed_calls_join_to_the_whole_answer_at_any_cut(cuts, location):
     text = "".join(f'<tool_call>{{"name": "{n}", "arguments": {json.dumps(a, ensure_ascii=False)}}}</tool_call>'
