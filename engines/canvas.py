@@ -50,7 +50,6 @@ class StopFlags:
         assert check_every >= 1, f"check_every must be >= 1, got {check_every}"
         self.check_every = check_every
         self.running: list[bool] = [True] * batch_size  # as of the last read
-        self.reads = 0  # host reads so far (what `tandem bench engines` counts per canvas)
 
     def read(self, done: torch.Tensor, step: int, remaining: int) -> bool:
         """After step `step` (0-based) with `remaining` steps counted down to 1: copy `done` to the
@@ -58,7 +57,6 @@ class StopFlags:
         if remaining <= 1 or (step + 1) % self.check_every:
             return False
         self.running = (~done).tolist()  # the one host read inside a canvas's steps
-        self.reads += 1
         StopFlags.reads_so_far += 1
         return True
 

@@ -31,7 +31,7 @@ import torch
 COMPILE_CHOICES = ("off", "on", "auto")
 
 
-def COMPILED_CALLS(model) -> tuple:
+def compiled_calls(model) -> tuple:
     """The model calls that are compiled: the decoder's (a canvas step); see the module doc for why
     not the encoder's yet."""
     return (model.model.decoder,)
@@ -50,7 +50,7 @@ def compile_model(model, how: str = "auto") -> bool:
     if not should_compile(how, model.device):
         return False
     mode = "reduce-overhead" if model.device.type == "cuda" else None
-    for module in COMPILED_CALLS(model):
+    for module in compiled_calls(model):
         if not hasattr(module, "_tandem_eager_forward"):
             module._tandem_eager_forward = module.forward
             module._tandem_compiled_forward = torch.compile(module.forward, dynamic=True, mode=mode)
@@ -61,7 +61,7 @@ def compile_model(model, how: str = "auto") -> bool:
 def use_eager(model) -> None:
     """Back to the eager calls (the compiled ones are kept: `compile_model` switches back for free).
     What `tandem bench engines --compile-compare` alternates with, on one copy of the weights."""
-    for module in COMPILED_CALLS(model):
+    for module in compiled_calls(model):
         if hasattr(module, "_tandem_eager_forward"):
             module.forward = module._tandem_eager_forward
 
