@@ -31,7 +31,7 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -94,6 +94,11 @@ class TrainConfig:
     eval_block_open: bool = True  # decode the open families in plain block mode too (no skeleton: never valid; False saves the time)
     ckpt_every_s: float = 300.0
     ckpt_every_steps: int | None = None  # for tests: checkpoint on a step count instead
+    # where the compute is (the defaults are the 2-core CPU's: one process, fp32)
+    device: str = "cpu"  # "cpu", "cuda[:N]" or "auto" (CUDA when there is one)
+    workers: int = 0  # processes building batches ahead of the loop (lab/model/loader.py; 0: the loop builds them)
+    bf16: bool = False  # bf16 autocast on CUDA (losses stay fp32)
+    max_shard_size: str | None = None  # checkpoint weights split into safetensors files of at most this much (e.g. "15MiB")
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,10 +143,11 @@ def family_weight(cfg: TrainConfig, family: str) -> float:
 
 
 def corrupt(clean: torch.Tensor, t: torch.Tensor, vocab_size: int, gen: torch.Generator) -> torch.Tensor:
-    """Uniform-noise forward process: each token becomes a uniform random id with probability t (per row)."""
+    """Uniform-noise forward process: each token becomes a uniform random id with probability t (per row).
+    The noise comes from `gen`, a CPU generator (`t` on the CPU too), so a step's noise is the same on any device."""
     noise = torch.randint(0, vocab_size, clean.shape, generator=gen)
     hit = torch.rand(clean.shape, generator=gen) < t[:, None]  # (B, C)
-    return torch.where(hit, noise, clean)
+    return torch.where(hit.to(clean.device), noise.to(clean.device), clean)
 
 
 @dataclass
@@ -153,6 +159,17 @@ class Batch:
     canvas: torch.Tensor  # (B, C) clean canvas: answer slice then EOS fill
     families: list[str]
     fixed: torch.Tensor | None = None  # (B, C) skeleton positions: given clean, not trained (None: none)
+
+    def _map(self, fn) -> "Batch":
+        tensors = {k: fn(getattr(self, k)) for k in ("input_ids", "attention_mask", "ar_targets", "canvas")}
+        return replace(self, **tensors, fixed=None if self.fixed is None else fn(self.fixed))
+
+    def to(self, device, non_blocking: bool = False) -> "Batch":
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "Batch":
+        """Page-locked copies (the DataLoader calls this with pin_memory=True): host-to-GPU copies then overlap compute."""
+        return self._map(lambda t: t.pin_memory())
 
 
 def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
@@ -259,12 +276,13 @@ def losses(model: DiffusionGemmaForBlockDiffusion, batch: Batch, cfg: TrainConfi
     if extra:
         cache.crop(-extra)  # negative: tokens to remove (a positive value is the legacy absolute size, refused)
     B, C = batch.canvas.shape
-    t = cfg.t_floor + (1 - cfg.t_floor) * torch.rand(B, generator=gen)
+    dev = batch.canvas.device
+    t = cfg.t_floor + (1 - cfg.t_floor) * torch.rand(B, generator=gen)  # on the CPU, as `gen`
     noisy = corrupt(batch.canvas, t, vocab, gen)  # (B, C)
     if batch.fixed is not None:  # a skeleton is given clean, and is certain to self-conditioning (as in engines.seeded)
         noisy = torch.where(batch.fixed, batch.canvas, noisy)
-        certain = torch.full((B, C, vocab), float("-inf")).scatter_(-1, batch.canvas[..., None], 0.0)
-    dec_mask = torch.cat([batch.attention_mask[:, : batch.context_len], torch.ones(B, C, dtype=torch.long)], dim=1)
+        certain = torch.full((B, C, vocab), float("-inf"), device=dev).scatter_(-1, batch.canvas[..., None], 0.0)
+    dec_mask = torch.cat([batch.attention_mask[:, : batch.context_len], torch.ones(B, C, dtype=torch.long, device=dev)], dim=1)
 
     def decode(sc_logits):
         hidden = model.model.decoder(decoder_input_ids=noisy, cache=cache, decoder_attention_mask=dec_mask, self_conditioning_logits=sc_logits).last_hidden_state
@@ -280,6 +298,13 @@ def losses(model: DiffusionGemmaForBlockDiffusion, batch: Batch, cfg: TrainConfi
     targets = batch.canvas if batch.fixed is None else batch.canvas.masked_fill(batch.fixed, -100)  # skeleton: not trained
     dec_loss = F.cross_entropy(logits.reshape(-1, vocab).float(), targets.reshape(-1))
     return enc_loss, dec_loss
+
+
+def resolve_device(name: str) -> torch.device:
+    """`cfg.device` as a torch device; "auto" is CUDA when this machine has it."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
 
 
 def lr_at(step: int, cfg: TrainConfig, elapsed_s: float = 0.0) -> float:
@@ -332,14 +357,26 @@ def build_model(tokenizer, cfg: TrainConfig) -> DiffusionGemmaForBlockDiffusion:
     return model
 
 
-def save_checkpoint(model, tokenizer, out: Path) -> None:
-    """The shippable part: safetensors weights, config, generation config, tokenizer."""
+def save_checkpoint(model, tokenizer, out: Path, max_shard_size: str | None = None) -> None:
+    """The shippable part: safetensors weights (in files of at most `max_shard_size` each, with an
+    index, when given), config, generation config, tokenizer."""
     from engines.loading import default_generation_config
 
     out.mkdir(parents=True, exist_ok=True)
     model.generation_config = default_generation_config(model.config)
-    model.save_pretrained(out)
+    model.save_pretrained(out, **({"max_shard_size": size_in_bytes(max_shard_size)} if max_shard_size else {}))
     tokenizer.save_pretrained(out)
+
+
+def size_in_bytes(text: str) -> int:
+    """'15MiB', '100KiB', '1GiB' (binary), '16MB' (decimal) or a plain byte count, as bytes
+    (huggingface_hub's shard splitter reads decimal units only)."""
+    units = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9, "b": 1}
+    low = text.strip().lower()
+    for unit, factor in units.items():
+        if low.endswith(unit):
+            return int(float(low[: -len(unit)]) * factor)
+    return int(low)
 
 
 def save_state(model, opt, step: int, elapsed: float, out: Path) -> None:
@@ -365,18 +402,18 @@ def greedy_ar(model, tokenizer, prompt_ids: list[int], max_new_tokens: int) -> l
     cap = model.config.get_text_config().final_logit_softcapping
     stop = set(model.config.get_text_config().eos_token_id)
     cache = new_cache(model)
-    ids = torch.tensor([prompt_ids])
+    ids = torch.tensor([prompt_ids], device=model.device)
     out: list[int] = []
     pos = 0
     for _ in range(max_new_tokens):
-        position_ids = torch.arange(pos, pos + ids.shape[1])[None]
+        position_ids = torch.arange(pos, pos + ids.shape[1], device=model.device)[None]
         hidden = model.model.encoder(input_ids=ids, cache=cache, position_ids=position_ids).last_hidden_state
         pos += ids.shape[1]
         token = int(softcap(model.lm_head(hidden[:, -1]), cap).argmax(-1))
         if token in stop:
             break
         out.append(token)
-        ids = torch.tensor([[token]])
+        ids = torch.tensor([[token]], device=model.device)
     return out
 
 
@@ -387,7 +424,7 @@ def block_decode(model, tokenizer, prompt_ids: list[int], canvas: int, steps: in
     model.config.canvas_length = canvas
     try:
         torch.manual_seed(seed)
-        out = model.generate(torch.tensor([prompt_ids]), max_new_tokens=canvas * canvases, max_denoising_steps=steps)
+        out = model.generate(torch.tensor([prompt_ids], device=model.device), max_new_tokens=canvas * canvases, max_denoising_steps=steps)
     finally:
         model.config.canvas_length = saved
     seq = out.sequences if hasattr(out, "sequences") else out
@@ -434,7 +471,10 @@ def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = (
 
 def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) -> dict:
     """Run training; returns the final summary (step, losses, last eval). `max_steps` caps this call."""
+    from lab.model.loader import batches
+
     torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     state_path = out / STATE_FILE
@@ -442,9 +482,10 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
     if resume and state_path.exists():
         tokenizer = AutoTokenizer.from_pretrained(out, local_files_only=True)
         model = DiffusionGemmaForBlockDiffusion.from_pretrained(out, local_files_only=True)
-        state = torch.load(state_path, weights_only=False)
+        state = torch.load(state_path, weights_only=False, map_location="cpu")
         model.load_state_dict(state["model"])
-        opt = make_optimizer(model, cfg)
+        model.to(device)
+        opt = make_optimizer(model, cfg)  # on the parameters' device: load_state_dict moves its state there
         opt.load_state_dict(state["optimizer"])
         step, elapsed_before = state["step"], state["elapsed"]
         print(f"resumed {out} at step {step} ({elapsed_before / 60:.1f} min trained)", flush=True)
@@ -456,11 +497,13 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
             tokenizer = build_tokenizer(cfg)
             model = build_model(tokenizer, cfg)
         tokenizer.padding_side = "left"
+        model.to(device)
         opt = make_optimizer(model, cfg)
         (out / "train_config.json").write_text(json.dumps(asdict(cfg), indent=1))
     model.train()
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {n_params / 1e6:.2f} M parameters, vocab {len(tokenizer)}, {cfg.threads} thread(s)", flush=True)
+    where = f"{cfg.threads} thread(s)" if device.type == "cpu" else f"{device}{', bf16 autocast' if cfg.bf16 else ''}"
+    print(f"model: {n_params / 1e6:.2f} M parameters, vocab {len(tokenizer)}, {where}, {cfg.workers} batch worker(s)", flush=True)
 
     eval_items = [
         item for f in SHORT_FAMILIES if family_weight(cfg, f) > 0 for item in generate_suite(cfg.eval_items_by_family.get(f, cfg.eval_items), "val", cfg.seed, (f,))
@@ -476,19 +519,25 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
     this_call = 0
 
     def checkpoint():
-        save_checkpoint(model, tokenizer, out)
+        save_checkpoint(model, tokenizer, out, cfg.max_shard_size)
         save_state(model, opt, step, elapsed_before + time.time() - t0, out)
 
+    stream = batches(tokenizer, cfg, step, cfg.workers, pin_memory=device.type == "cuda")
+    # bf16 autocast on CUDA: matmuls in bf16, the losses' softmax in fp32 (`losses` casts); off on the CPU
+    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16 and device.type == "cuda")
     while True:
         elapsed = elapsed_before + time.time() - t0
         if (stop_step is not None and step >= stop_step) or elapsed >= budget_s or (max_steps is not None and this_call >= max_steps):
             break
-        batch = make_batch(tokenizer, cfg, step)
+        batch = next(stream)
+        n_tokens = int(batch.attention_mask.sum()) + batch.canvas.numel()  # counted on the host copy: no device sync
+        batch = batch.to(device, non_blocking=True)
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         self_cond = random.Random(f"{cfg.seed}/sc/{step}").random() < cfg.self_cond_prob
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg, elapsed_before + time.time() - t0)
-        enc_loss, dec_loss = losses(model, batch, cfg, gen, self_cond)
+        with autocast:
+            enc_loss, dec_loss = losses(model, batch, cfg, gen, self_cond)
         loss = enc_loss + dec_loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -496,9 +545,10 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
         opt.step()
         step += 1
         this_call += 1
-        window["enc"] += enc_loss.item()
-        window["dec"] += dec_loss.item()
-        window["tokens"] += int(batch.attention_mask.sum()) + batch.canvas.numel()
+        # summed on the device in float64 (the sum .item() would give, without a host sync per step)
+        window["enc"] += enc_loss.detach().double()
+        window["dec"] += dec_loss.detach().double()
+        window["tokens"] += n_tokens
         window["n"] += 1
 
         now = time.time()
@@ -509,7 +559,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
             if cfg.steps:
                 remaining = min(remaining, (cfg.steps - step) * dt / window["n"])
             rec = {
-                "step": step, "enc_loss": round(window["enc"] / window["n"], 4), "dec_loss": round(window["dec"] / window["n"], 4),
+                "step": step, "enc_loss": round(float(window["enc"]) / window["n"], 4), "dec_loss": round(float(window["dec"]) / window["n"], 4),
                 "tok_s": round(window["tokens"] / dt), "s_per_step": round(dt / window["n"], 3), "lr": round(opt.param_groups[0]["lr"], 6),
                 "elapsed_min": round(elapsed / 60, 2), "eta_min": round(remaining / 60, 1),
             }
@@ -525,7 +575,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
             watched = [v for f, v in last_eval_result.get("ar_field", {}).items() if f in OPEN_FAMILIES + ("extract",)]
             if watched and sum(watched) / len(watched) > best_score:
                 best_score = sum(watched) / len(watched)
-                save_checkpoint(model, tokenizer, out / "best")
+                save_checkpoint(model, tokenizer, out / "best", cfg.max_shard_size)
                 (out / "best" / "best_eval.json").write_text(json.dumps(rec | {"score": round(best_score, 4)}, indent=1))
                 rec["best"] = round(best_score, 4)
             print(json.dumps(rec), flush=True)
@@ -537,6 +587,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
         if due:
             checkpoint()
             last_ckpt = time.time()
+    del stream  # stops the batch workers
     checkpoint()
     log.close()
     return {"step": step, "enc_loss": enc_loss.item() if this_call else None, "dec_loss": dec_loss.item() if this_call else None, "eval": last_eval_result, "model": model}
@@ -551,7 +602,8 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "family_weights", None):
         cfg.family_weights = json.loads(args.family_weights)
     for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items", "skeleton_prob", "hidden_size", "num_layers",
-                 "num_heads", "head_dim", "kv_heads", "vocab_size", "ckpt_every_s", "batch_short"):
+                 "num_heads", "head_dim", "kv_heads", "vocab_size", "ckpt_every_s", "batch_short", "batch_long", "device", "workers",
+                 "max_shard_size", "tokenizer_items", "log_every"):
         if getattr(args, name, None) is not None:
             setattr(cfg, name, getattr(args, name))
     if getattr(args, "tool_canvas_probs", None):
@@ -562,6 +614,7 @@ def main(args: argparse.Namespace) -> int:
         cfg.short_canvas_probs = tuple(json.loads(args.short_canvas_probs))
     cfg.tokenizer_rendered = bool(getattr(args, "tokenizer_rendered", False))
     cfg.eval_block_open = not getattr(args, "no_eval_block_open", False)
+    cfg.bf16 = bool(getattr(args, "bf16", False))
     summary = train(cfg, resume=args.resume)
     print(f"done: step {summary['step']}, checkpoint in {cfg.out}", flush=True)
     return 0
@@ -591,6 +644,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-items-by-family", default=None, help='JSON object of per-family overrides, e.g. \'{"tool": 12}\'')
     p.add_argument("--short-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on short steps (default [0.8, 0.17, 0.03])")
     p.add_argument("--batch-short", type=int, default=None, help="rows per short step (default 32)")
+    p.add_argument("--batch-long", type=int, default=None, help="rows per long step (default 10)")
+    p.add_argument("--device", default=None, help="cpu (default), cuda[:N] or auto")
+    p.add_argument("--workers", type=int, default=None, help="processes building batches ahead of the loop (default 0: the loop builds them)")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast on CUDA")
+    p.add_argument("--max-shard-size", default=None, help='checkpoint weights in safetensors files of at most this size, e.g. "15MiB"')
+    p.add_argument("--log-every", type=int, default=None, help="steps between log lines (default 20)")
     p.add_argument("--ckpt-every-s", type=float, default=None, help="seconds between checkpoints (default 300)")
     p.add_argument("--no-eval-block-open", action="store_true", help="held-out checks decode the open families in AR only (plain block never validates)")
     # a fresh model (ignored with --init or --resume)
@@ -600,6 +659,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--head-dim", type=int, default=None, help="fresh model: head width (default 32)")
     p.add_argument("--kv-heads", type=int, default=None, help="fresh model: key/value heads (default 1)")
     p.add_argument("--vocab-size", type=int, default=None, help="fresh model: BPE vocabulary (default 2048)")
+    p.add_argument("--tokenizer-items", type=int, default=None, help="fresh model: train-split items per family in the BPE corpus (default 500)")
     p.add_argument("--tokenizer-rendered", action="store_true", help="fresh model: train the BPE on whole chat-templated prompts (schemas, tool JSON)")
     return p
 

@@ -13,14 +13,7 @@ cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-/tmp/tandem-gpu}}
 LAYERS=${2:-30}
 mkdir -p "$OUT"
-VENV=${TANDEM_GPU_VENV:-/tmp/tandem-gpu-venv}
-[ -x "$VENV/bin/python" ] || python3 -m venv --system-site-packages "$VENV"
-PY="$VENV/bin/python"
-"$PY" -c "import torch" || { echo "gpu check: torch is not installed on this machine" >&2; exit 2; }
-"$PY" -c "import numpy" || { echo "gpu check: numpy is not installed on this machine" >&2; exit 2; }
-if ! "$PY" -c "import transformers, llguidance, yaml; from transformers import DiffusionGemmaForBlockDiffusion" 2>/dev/null; then
-  "$PY" -m pip install --quiet --no-index --find-links scripts/gpu/wheels "transformers==5.24.0" "llguidance==1.9.1" "pyyaml>=6" "jinja2>=3"
-fi
+source scripts/gpu/env.sh  # PY: a Python with torch, transformers and the rest (from scripts/gpu/wheels when missing)
 DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 if [ "$DEVICE" = cpu ]; then
   echo "gpu check: no CUDA device; a dry run on the CPU at 2 layers, batches 1 and 2" >&2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fill scripts/gpu/wheels/ with what scripts/gpu/check.sh installs on a GPU machine that has torch
+# Fill scripts/gpu/wheels/ with what scripts/gpu/env.sh (check.sh, train.sh) installs on a GPU machine that has torch
 # but no network: transformers 5.24 (DiffusionGemma), its dependencies and llguidance, as wheels for
 # CPython 3.11-3.13 on x86_64 Linux. torch and numpy are expected there already (not downloaded).
 # Run here, where the package registry is reachable; the folder is git-ignored (tens of MB).
