@@ -25,23 +25,26 @@ export PYTHONPATH=.
 
 DRY=${TANDEM_TRAIN_DRY:-0}
 # Toy shards in the dry run: several files even at toy size, so the index and the per-file limit are exercised.
-[ "$DRY" = 1 ] && SHARD=${SHARD:-1MiB}
+if [ "$DRY" = 1 ]; then SHARD=${SHARD:-1MiB}; fi
 MIX='{"extract": 2.0, "classify": 0.3, "summarize": 0.5, "plan": 1.0, "code": 0.6, "reason": 0.0, "write": 1.0, "tool": 1.0, "schema": 3.0, "toolcall": 3.0, "label": 1.5}'
 COMMON=(--out "$RUN" --seed 11 --warmup 100 --decay-frac 0.2 --family-weights "$MIX" --tokenizer-rendered
   --tool-batch-prob 0.65 --long-batch-prob 0.03 --tool-canvas-probs '[0.6, 0.4, 0]' --skeleton-prob 0.5
-  --eval-every-s 1e9 --ckpt-every-s 1e9 --max-shard-size "${SHARD:-15MiB}")
+  --eval-every-s 1e9 --max-shard-size "${SHARD:-15MiB}")
 if [ "$DRY" = 1 ]; then
   echo "train: dry run on the CPU (toy model, a few steps)" >&2
   SIZE=(--hidden-size 32 --num-layers 2 --num-heads 2 --head-dim 16 --kv-heads 1 --vocab-size 600 --tokenizer-items 20)
-  RUNNING=(--device cpu --threads 1 --workers 2 --steps 4 --minutes 5 --lr 2e-3 --batch-short 4 --batch-tool 2 --batch-long 2 --log-every 2)
+  MINUTES=5
+  RUNNING=(--device cpu --threads 1 --workers 2 --steps 4 --lr 2e-3 --batch-short 4 --batch-tool 2 --batch-long 2 --log-every 2 --ckpt-every-s 1e9)
   EVAL=(--device cpu --threads 1 --n 1 --n-long 0)
   BASELINE=${BASELINE-}  # none: the toy model's scores alone
 else
   # The largest shape within 2x the shipped model's AR and block cost per call on 2 CPU cores (docs/model.md).
   SIZE=(--hidden-size 192 --num-layers 3 --num-heads 4 --head-dim 48 --kv-heads 2 --vocab-size 3072)
   # Batches of 8x the CPU recipe's rows: a step of the tiny model is launch-bound on a GPU at the CPU's sizes.
-  RUNNING=(--device cuda --bf16 --threads 4 --workers "${WORKERS:-12}" --minutes "${TRAIN_MINUTES:-4.5}" --lr 3e-3
-    --batch-short 256 --batch-tool 128 --batch-long 48 --log-every 50)
+  MINUTES=${TRAIN_MINUTES:-4.5}
+  # a checkpoint every minute: a run cut short (a crash, the time limit) still leaves one to score
+  RUNNING=(--device cuda --bf16 --threads 4 --workers "${WORKERS:-12}" --lr 3e-3
+    --batch-short 256 --batch-tool 128 --batch-long 48 --log-every 50 --ckpt-every-s 60)
   EVAL=(--device cuda --n 10 --n-long 2)
   BASELINE=${BASELINE-engines/checkpoints/tandem-tiny}
   "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device (TANDEM_TRAIN_DRY=1 runs the CPU toy run)'; p = torch.cuda.get_device_properties(0); print(f'{p.name}: {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}')"
@@ -50,13 +53,18 @@ INIT_ARGS=()
 if [ -n "${INIT:-}" ]; then INIT_ARGS=(--init "$INIT"); fi
 
 began=$(date +%s)
-"$PY" -m lab.model.train "${COMMON[@]}" "${SIZE[@]}" "${RUNNING[@]}" "${INIT_ARGS[@]}" 2>&1 | tee "$OUT/train.txt"
+# The loop stops itself after MINUTES; the timeout (2 more minutes for start-up and the last save)
+# only catches a hang. Either way the last checkpoint written is copied and scored.
+limit=$(awk "BEGIN { print int($MINUTES * 60 + 120) }")
+timeout "$limit" "$PY" -m lab.model.train "${COMMON[@]}" "${SIZE[@]}" "${RUNNING[@]}" --minutes "$MINUTES" "${INIT_ARGS[@]}" 2>&1 | tee "$OUT/train.txt" \
+  || { rc=$?; echo "train: training failed or timed out (exit $rc); keeping its last checkpoint" >&2; if [ "$DRY" = 1 ]; then exit "$rc"; fi; }
+[ -e "$RUN/config.json" ] || { echo "train: no checkpoint was written" >&2; exit 1; }
 mkdir -p "$OUT/checkpoint"
 for f in "$RUN"/*.safetensors "$RUN"/model.safetensors.index.json "$RUN"/config.json "$RUN"/generation_config.json \
          "$RUN"/tokenizer.json "$RUN"/tokenizer_config.json "$RUN"/chat_template.jinja; do
   if [ -e "$f" ]; then cp "$f" "$OUT/checkpoint/"; fi
 done
-cp "$RUN"/train_config.json "$RUN"/train_log.jsonl "$OUT/"
+cp "$RUN"/train_config.json "$RUN"/train_log.jsonl "$OUT/" 2>/dev/null || true
 echo "train: $(( $(date +%s) - began )) s to a checkpoint in $OUT/checkpoint" >&2
 # The held-out score, bounded: a checkpoint without its score still comes back.
 if [ -n "$BASELINE" ]; then EVAL+=(--baseline "$BASELINE"); fi

@@ -90,3 +90,11 @@ def test_heldout_comparison_wants_every_family_at_least_the_baselines():
     new = {"families": {"schema": {"ar_score": 0.5}, "code": {"ar_score": 0.9}}}
     assert compare(new, {"families": {"schema": {"ar_score": 0.1}, "code": {"ar_score": 0.9}}}) == {"schema": True, "code": True}
     assert compare(new, {"families": {"schema": {"ar_score": 0.6}}}) == {"schema": False, "code": True}
+
+
+def test_model_size_shapes_name_width_depth_and_heads():
+    from lab.bench.model_size import parse_shape
+
+    assert parse_shape("192x3") == dict(hidden_size=192, num_layers=3, num_heads=4, head_dim=48, kv_heads=2)
+    assert parse_shape("256x4") == dict(hidden_size=256, num_layers=4, num_heads=4, head_dim=64, kv_heads=2)
+    assert parse_shape("224x3x4x56x2") == dict(hidden_size=224, num_layers=3, num_heads=4, head_dim=56, kv_heads=2)
