@@ -98,3 +98,15 @@ def test_model_size_shapes_name_width_depth_and_heads():
     assert parse_shape("192x3") == dict(hidden_size=192, num_layers=3, num_heads=4, head_dim=48, kv_heads=2)
     assert parse_shape("256x4") == dict(hidden_size=256, num_layers=4, num_heads=4, head_dim=64, kv_heads=2)
     assert parse_shape("224x3x4x56x2") == dict(hidden_size=224, num_layers=3, num_heads=4, head_dim=56, kv_heads=2)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here: scripts/gpu/train.sh runs this path where one is")
+def test_a_cuda_run_in_bf16_with_workers_learns_and_saves_a_cpu_loadable_checkpoint(tmp_path):
+    cfg = _cfg(tmp_path, device="cuda", bf16=True, workers=2, batch_short=32, max_shard_size="1MiB", log_every=5)
+    done = train(cfg, max_steps=30)
+    assert done["model"].device.type == "cuda" and done["enc_loss"] == done["enc_loss"]  # finite, not NaN
+    log = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    assert log[-1]["enc_loss"] < log[0]["enc_loss"] and log[-1]["dec_loss"] < log[0]["dec_loss"]
+    loaded = DiffusionGemmaForBlockDiffusion.from_pretrained(tmp_path, local_files_only=True)
+    assert next(loaded.parameters()).device.type == "cpu"
