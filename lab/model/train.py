@@ -22,6 +22,11 @@ Notable choices (see /work/shared/ENVIRONMENT.md): q/k norms start at head_dim**
 the model never learns to copy); constant lr after warm-up, decayed linearly over the last 15% of the
 run (its step budget, or its wall-clock budget when no step budget is given); batches are a pure function of (seed, step), so a resumed run replays the
 same data, and `--resume` restores model, optimizer and step exactly.
+
+Where the compute is: `--device cuda --bf16 --workers N` runs the same steps on a GPU in bf16
+autocast, with batches built by N worker processes (`lab/model/loader.py`) and the checkpoint in
+safetensors shards (`--max-shard-size`); `scripts/gpu/train.sh` is the one-command GPU run. The
+defaults are the 2-core CPU's (one process, fp32), where a run is bit for bit what it was before.
 """
 
 from __future__ import annotations
