@@ -17,12 +17,26 @@ def scheduler(engine):
     s.close()
 
 
-async def staggered(scheduler, requests, gap_s=0.01):
-    async def one(i, r):
-        await asyncio.sleep(i * gap_s)
-        return await scheduler.submit(r)
+async def wait_load(scheduler, predicate, timeout_s: float = 60.0) -> None:
+    """Until `predicate(scheduler.load())` holds (a deadlock guard, not a timing claim)."""
+    async with asyncio.timeout(timeout_s):
+        while not predicate(scheduler.load()):
+            await asyncio.sleep(0.005)
 
-    return await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+
+async def queued_behind_another_batch(scheduler, requests, mode):
+    """Submits `requests` while a long request of another mode holds the worker, so all of them
+    wait together; then cancels that one. Its batch ends at its next step, the worker starts a
+    batch with the first `max_batch_size` of them, and the rest can only join it mid-batch, as
+    the shortest running rows finish, whatever the machine's speed."""
+    other = "block" if mode == "ar" else "ar"
+    holder = asyncio.ensure_future(scheduler.submit(chat(PROMPTS[7], mode=other, max_new_tokens=3000, stop_token_ids=[])))
+    await wait_load(scheduler, lambda x: x.running == 1)
+    tasks = [asyncio.ensure_future(scheduler.submit(r)) for r in requests]
+    await wait_load(scheduler, lambda x: x.queued == len(requests))
+    holder.cancel()
+    await asyncio.gather(holder, return_exceptions=True)
+    return await asyncio.gather(*tasks)
 
 
 @pytest.mark.parametrize("mode", ["ar", "block", "verified"])
@@ -31,12 +45,13 @@ def test_joining_a_running_batch_changes_no_token(engine, scheduler, mode, draft
         chat(p, mode=mode, seed=i, max_new_tokens=n, canvas=8, max_denoising_steps=2, stop_token_ids=[])
         for i, (p, n) in enumerate(zip(PROMPTS[:6], [30, 9, 22, 5, 17, 12]))
     ]
-    results = asyncio.run(staggered(scheduler, requests))
-    assert scheduler.stats.admitted_mid_batch > 0, "no request joined a running batch"
-    assert scheduler.stats.batches < len(requests)
+    results = asyncio.run(queued_behind_another_batch(scheduler, requests, mode))
+    capacity = scheduler.config.max_batch_size
+    assert scheduler.stats.admitted_mid_batch == len(requests) - capacity, "the rows past the first batch did not join it"
+    assert scheduler.stats.batches == 2  # the holder's, then one for all six
     for request, result in zip(requests, results):
         assert result.token_ids == engine.generate(request).token_ids
-    assert scheduler.stats.completed == len(requests)
+    assert scheduler.stats.completed == len(requests) and scheduler.stats.cancelled == 1
 
 
 def test_rows_that_finished_stop_counting_as_running(engine, scheduler):
