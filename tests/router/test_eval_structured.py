@@ -37,10 +37,31 @@ def test_every_answer_under_a_grammar_validates(shipped):
     assert all(r["forwards"] >= 2 for r in seeded)
 
 
-def test_the_shipped_models_measured_floor_on_a_test_sample(shipped):
-    # docs/model.md (stage 4 section): on the first 5 test items the shipped checkpoint fills 0.40
-    # of label fields and 0.15 of schema fields in seeded block mode; a label costs the prefill and
-    # two denoising steps (one enum slot).
-    records = {r["family"]: r for r in evaluate(shipped, 5, families=("label", "schema"), modes=("block+skeleton",), batch=1)}
-    assert records["label"]["field_exact"] >= 0.2 and records["label"]["forwards"] <= 4
-    assert records["schema"]["field_exact"] >= 0.1
+def test_a_label_is_one_enum_slot_filled_in_three_forwards(shipped):
+    """The prefill and two denoising steps, on every item. (No quality floor here: the shipped
+    checkpoint fills 30 of the first 100 label fields right in seeded block mode, where picking at
+    random among each item's choices gets 0.31, and docs/model.md's 0.40 / 0.15 were on 5 items; a
+    floor at chance level cannot fail on a broken model: see the next test.)"""
+    (label,) = evaluate(shipped, 5, families=("label",), modes=("block+skeleton",), batch=1)
+    assert label["forwards"] == 3 and label["validity"] == 1.0, label
+
+
+def label_choices(engine, items) -> list[str]:
+    return [engine.generate(engine_request(item, "block+skeleton", i, None, engine.tokenizer)).text for i, item in enumerate(items)]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 38 finding: skeleton-seeded enum choices came out the same with the "
+                   "checkpoint's weights scrambled (x(1 + N(0, 1)) each) on 60 of 60 label items; AR's choices change")
+def test_seeded_label_choices_come_from_the_model(shipped):
+    """A label's enum slot takes the choice the model's logits score highest (engines/seeded.py),
+    so scrambling the weights must change some of the choices on 20 items."""
+    import torch
+
+    items = generate_suite(20, "test", 0, ("label",))
+    before = label_choices(shipped, items)
+    scrambled = DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in scrambled.model.parameters():
+            p.mul_(1 + torch.randn(p.shape, generator=generator))
+    assert label_choices(scrambled, items) != before
