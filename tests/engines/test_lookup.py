@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 
 from engines.lookup import Lookup, guess_width, pass_cost
@@ -35,16 +38,38 @@ def test_lookup_keeps_greedy_output_equal_to_plain_ar(engine, monkeypatch, mode,
         assert b.finish_reason == p.finish_reason and b.text == p.text
 
 
+def loop_start(ids: list[int], longest_period: int = 40) -> tuple[int, int]:
+    """(start, period) of the answer's final loop: the earliest `start` from which `ids` repeats
+    with some period up to `longest_period`."""
+    for start in range(len(ids)):
+        for period in range(1, longest_period + 1):
+            if all(ids[i] == ids[i - period] for i in range(start + period, len(ids))):
+                return start, period
+    raise AssertionError("the answer never loops")
+
+
 def test_a_looping_answer_is_written_in_far_fewer_calls(engine, monkeypatch):
-    """The random model loops ("d d d ..."): its guesses are the loop, and AR agrees."""
-    request = chat(PROMPTS[0], mode="ar", max_new_tokens=200, stop_token_ids=[])
+    """The random model loops ("d d d ..."): its guesses are the loop, and AR agrees. Each model call
+    writes AR's token plus the guesses it accepted, so calls + guessed tokens = the answer's length;
+    and once the loop has gone round once, each pass can guess the rest of it: the remaining tokens
+    take at most one pass per guess width while the odds build up (WIDTHS), then one per widest
+    guess plus AR's token (MOST_GUESSED + 1)."""
+    from engines.lookup import MOST_GUESSED, WIDTHS
+
+    n = 200
+    request = chat(PROMPTS[0], mode="ar", max_new_tokens=n, stop_token_ids=[])
     plain, = decode(engine, monkeypatch, [request], lookup=False)
     guessed, = decode(engine, monkeypatch, [request], lookup=True)
-    assert guessed.token_ids == plain.token_ids and len(plain.token_ids) == 200
-    assert plain.stats.encoder_calls == 200 and plain.stats.looked_up == 0
-    assert guessed.stats.looked_up >= 150
-    assert guessed.stats.encoder_calls <= 200 - guessed.stats.looked_up + 1
-    assert guessed.stats.encoder_calls < 40
+    assert guessed.token_ids == plain.token_ids and len(plain.token_ids) == n
+    assert plain.stats.encoder_calls == n and plain.stats.looked_up == 0
+    assert guessed.stats.encoder_calls == n - guessed.stats.looked_up  # every saved call is a token guessed right
+    start, period = loop_start(plain.token_ids)
+    head = start + period  # the loop seen once
+    assert n - head > 2 * (MOST_GUESSED + 1), f"the answer loops only from token {start}: too late to show anything"
+    until_loop, = decode(engine, monkeypatch, [dataclasses.replace(request, max_new_tokens=head)], lookup=True)
+    assert until_loop.token_ids == plain.token_ids[:head]
+    tail_calls = guessed.stats.encoder_calls - until_loop.stats.encoder_calls
+    assert tail_calls <= len(WIDTHS) + math.ceil((n - head) / (MOST_GUESSED + 1)), (start, period, tail_calls)
 
 
 def test_sampled_and_constrained_rows_never_guess(engine, monkeypatch):
