@@ -4,7 +4,9 @@ store and decisions stream, HTTP on a free port, spans and metrics written to a 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +22,26 @@ def redis_url():
     return url
 
 
+PROFILE = Path(__file__).parents[1] / "data" / "tiny_cost_profile.json"
+
+
 @pytest.fixture(scope="session")
-def serve_app(tiny_checkpoint, redis_url, tmp_path_factory):
+def app_checkpoint(tiny_checkpoint, tmp_path_factory) -> Path:
+    """The tiny checkpoint with a cost profile beside it, as a served checkpoint ships one, so the
+    app routes by cost (router.decision.decide) as it does in production. The profile is the tiny
+    seed-0 model's, measured by `tandem bench engines --quick --write-profile --threads 1` on the
+    2-core VM (Dec 2026), less its per-task figures (`block_steps_by_task`: every canvas at the step
+    budget, `verified_rounds_per_canvas`: 0, as the random model never drafts alone), which price
+    nothing real for it; the policy's steps and the default acceptance price those instead. The
+    engine tests' checkpoint stays without a profile."""
+    path = tmp_path_factory.mktemp("app-ckpt") / "ckpt"
+    shutil.copytree(tiny_checkpoint, path)
+    shutil.copy(PROFILE, path / "cost_profile.json")
+    return path
+
+
+@pytest.fixture(scope="session")
+def serve_app(app_checkpoint, redis_url, tmp_path_factory):
     from lab.cli.local_app import start_app
 
     prefix = f"tandem-test-{uuid.uuid4().hex[:8]}:"
@@ -30,7 +50,7 @@ def serve_app(tiny_checkpoint, redis_url, tmp_path_factory):
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     app = start_app(
         {
-            "checkpoint": str(tiny_checkpoint),
+            "checkpoint": str(app_checkpoint),
             "policy_source": redis_url,
             "key_prefix": prefix,
             "telemetry": f"file:{spans}",
