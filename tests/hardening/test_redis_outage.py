@@ -75,8 +75,9 @@ def test_serving_survives_a_redis_crash_and_reconnects(hardened_app):
                 while (during := await asyncio.to_thread(outage_seen)) is None:  # under load, with Redis down
                     await asyncio.sleep(0.1)
         except TimeoutError:
+            status, log = await asyncio.to_thread(lambda: (store_status(url), decisions_log(url)))  # (blocking calls: off the loop)
             pytest.fail(f"in {GUARD_S:.0f} s under load with Redis down, the store did not report the outage or the "
-                        f"decisions log counted no lost entry: {store_status(url)}, {decisions_log(url)} (before {log_before})")
+                        f"decisions log counted no lost entry: {status}, {log} (before {log_before})")
         finally:
             if redis_server.proc.poll() is not None:  # crashed: back, for the rest of the test and the suite
                 redis_server.start()
