@@ -36,7 +36,7 @@ from engines.prefix_cache import DEFAULT_CACHE_TOKENS, MIN_PREFIX_TOKENS, Prefix
 from engines.prompt_bounds import PromptEncoder
 from engines.rows import Row
 from engines.sampling import make_generator
-from engines.seeded import Seeder, decode_seeded, slot_vocab
+from engines.seeded import Seeder, decode_seeded
 from engines.types import MODES, GenerationRequest, GenerationResult
 from engines.drafting import DraftCosts
 from engines.verified import decode_verified
@@ -59,7 +59,7 @@ class DiffusionEngine:
         self.grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.vocab_size)
         self.prompt_encoder = PromptEncoder(self.tokenizer, self.context_length)  # bounded prompt checks (engines.prompt_bounds)
         filler = min(self.eos_ids)
-        self.seeder = Seeder(self.tokenizer, filler, slot_vocab(self.grammar_tokenizer.texts, set(self.tokenizer.all_special_ids), filler, self.vocab_size))
+        self.seeder = Seeder(self.tokenizer, filler, self.grammar_tokenizer.texts, self.vocab_size)
         self.draft_costs = DraftCosts(CostProfile.load(self.path))  # verified mode prices its drafts with it
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
         self.sure_entropy: float | None = None  # verified: where a row alone drafts (None: engines.drafting.SURE_ENTROPY)

@@ -226,6 +226,7 @@ class SlotSpan:
     start: int  # first canvas position of the slot
     capacity: int  # positions it has (an enum: its longest choice's tokens + 1)
     choices: list[list[int]] = field(default_factory=list)  # enum: token ids of each choice
+    known: bool = False  # its tokens were laid out given (a value an earlier canvas committed): fixed, not denoised
 
     @property
     def end(self) -> int:
@@ -244,10 +245,11 @@ class CanvasLayout:
 
     @classmethod
     def build(cls, template: Template, encode, filler: int, widen: dict[str, int] | None = None,
-              size: int | None = None) -> "CanvasLayout":
+              size: int | None = None, known: dict[str, list[int]] | None = None) -> "CanvasLayout":
         """Lay `template` out with `encode` (text -> token ids); `widen` gives some slots (by path) a
-        larger capacity; the canvas is padded with fixed filler to `size` when given."""
-        widen = widen or {}
+        larger capacity; `known` gives some slots their tokens (value and filler, as an earlier canvas
+        committed them), laid out fixed; the canvas is padded with fixed filler to `size` when given."""
+        widen, known = widen or {}, known or {}
         tokens: list[int] = []
         fixed: list[bool] = []
         spans: list[SlotSpan] = []
@@ -258,6 +260,12 @@ class CanvasLayout:
                 fixed += [True] * len(ids)
                 continue
             choices = [encode(c) for c in part.choices]
+            if part.path in known:
+                given = known[part.path]
+                spans.append(SlotSpan(part, len(tokens), len(given), choices, known=True))
+                tokens += given
+                fixed += [True] * len(given)
+                continue
             capacity = max(map(len, choices)) + 1 if choices else part.capacity
             capacity = max(capacity, widen.get(part.path, 0))
             spans.append(SlotSpan(part, len(tokens), capacity, choices))
@@ -274,20 +282,28 @@ class CanvasLayout:
     def read(self, canvas: list[int]) -> tuple[list[int], list[str]]:
         """The answer's token ids from a denoised canvas (each slot up to its first filler, the
         skeleton as laid out), and the paths of slots whose value filled the whole slot."""
-        out: list[int] = []
-        overflowed: list[str] = []
+        pieces = self.pieces(canvas)
+        overflowed = [span.slot.path for span, _, full in pieces if span is not None and full]
+        return [t for _, ids, _ in pieces for t in ids], overflowed
+
+    def pieces(self, canvas: list[int]) -> list[tuple[SlotSpan | None, list[int], bool]]:
+        """The answer from a denoised canvas piece by piece, in order: (None, skeleton tokens, False)
+        for fixed text and (span, value tokens, overflowed) for a slot: its tokens up to its first
+        filler; overflowed when the value filled the whole slot (it may have been cut; not enums)."""
+        out: list[tuple[SlotSpan | None, list[int], bool]] = []
         at = 0
         for span in self.spans:
-            out += self.tokens[at : span.start]
+            if span.start > at:
+                out.append((None, self.tokens[at : span.start], False))
             value = canvas[span.start : span.end]
-            if self.filler in value:
+            full = self.filler not in value
+            if not full:
                 value = value[: value.index(self.filler)]
-            elif span.slot.kind != "enum":
-                overflowed.append(span.slot.path)
-            out += value
+            out.append((span, value, full and span.slot.kind != "enum"))
             at = span.end
-        out += self.tokens[at : self.length - 1]  # the rest of the skeleton, without the final EOS
-        return out, overflowed
+        if self.length - 1 > at:
+            out.append((None, self.tokens[at : self.length - 1], False))  # the rest of the skeleton, without the final EOS
+        return out
 
     def target(self, values: dict[str, str], encode) -> list[int] | None:
         """The canvas a model should denoise to: each slot's value tokens (`values` by slot path,

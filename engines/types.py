@@ -72,7 +72,12 @@ class DecodeStats:
     accepted: int = 0  # verified mode: draft tokens that equalled the AR choice (tokens written by drafts)
     ar_tokens: int = 0  # verified mode: tokens written by AR steps (each round's correction, and rows drafting paused)
     looked_up: int = 0  # AR and verified mode: tokens written by prompt-lookup guesses AR agreed with (engines.lookup)
-    seeded_fallback: bool = False  # a skeleton-seeded answer was finished by constrained AR (engines.seeded)
+    seeded_fallback: bool = False  # constrained AR wrote some of a skeleton-seeded answer (engines.seeded, engines.slot_ar)
+    # A skeleton-seeded answer's slot value tokens (None for any other answer): those its canvases
+    # wrote, and those constrained AR wrote (the slots the grammar refused, with the token that ends
+    # each; every token AR wrote where the skeleton could not be followed)
+    slot_tokens_block: int | None = None
+    slot_tokens_ar: int | None = None
     prefix_tokens_reused: int = 0  # prompt tokens whose KV came from the prefix cache (engines.prefix_cache)
     closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.constraint)
     latency_s: float = 0.0
@@ -105,6 +110,8 @@ class DecodeStats:
             "ar_tokens": self.ar_tokens,
             "looked_up": self.looked_up,
             "prefix_tokens_reused": self.prefix_tokens_reused,
+            "slot_tokens_block": self.slot_tokens_block,
+            "slot_tokens_ar": self.slot_tokens_ar,
             "acceptance_rate": round(self.acceptance_rate, 4),
             "latency_ms": round(self.latency_s * 1000, 2),
         }

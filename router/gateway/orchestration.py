@@ -228,7 +228,7 @@ class Gateway:
             "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
             "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": degraded,
             "closed_early": s.closed_early,
-        }
+        } | ({"slot_tokens_block": s.slot_tokens_block, "slot_tokens_ar": s.slot_tokens_ar} if s.slot_tokens_block is not None else {})
 
     def _finish(self, call: Call, gen: GenerationRequest, result: GenerationResult, mode: str, degraded: bool, decision,
                 started: float, ticket: Ticket) -> None:
