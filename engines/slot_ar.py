@@ -57,8 +57,8 @@ def value_end(kind: str, text: str) -> int | None:
             inside = True
         elif ch in "[{":
             depth += 1
-        elif ch in "]}" and depth:
-            depth -= 1
+        elif depth:
+            depth -= ch in "]}"
         elif ch in ",]}":
             return i
     return None

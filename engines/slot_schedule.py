@@ -11,8 +11,8 @@ posterior per position of the choice. Then:
 - a slot under the request's `confidence_threshold` is committed at once: a confident slot is
   read after one step (the canvas stop rule asked the whole canvas to be confident, and stable for
   another step, before any of it was read);
-- the least uncertain slots are committed until `ceil(slots * steps / budget)` are, so the last
-  open slot is committed at the budget's last step.
+- the least uncertain slots are committed until `ceil(slots * steps / budget)` are, so every
+  slot is committed by the budget's last step.
 
 A committed slot is fixed (its value, then filler) for the steps after: the slots still open see
 it as certain, as they see the skeleton. The row's canvas is done when every slot is committed.

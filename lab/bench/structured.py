@@ -196,6 +196,7 @@ async def _run(url: str, model: str, cases: list[Case], concurrency: int, max_to
             records[i] = rec | judge(case, body) | {
                 "finish_reason": choice["finish_reason"], "closed_early": bool(body["tandem"].get("closed_early")),
                 "forwards": body["tandem"]["forwards"], "tokens": body["usage"]["completion_tokens"],
+                "slot_tokens_block": body["tandem"].get("slot_tokens_block"), "slot_tokens_ar": body["tandem"].get("slot_tokens_ar"),
                 "content": choice["message"].get("content"), "tool_calls": choice["message"].get("tool_calls"),
             }
 
@@ -209,6 +210,7 @@ def _pct(sorted_values: list[float], q: float) -> float:
 
 def summarize(set_: str, mode: str, records: list[dict]) -> dict:
     ok = [r for r in records if r["status"] == 200]
+    seeded = [r for r in ok if r.get("slot_tokens_block") is not None]  # skeleton-seeded answers (block mode)
     ms = sorted(r["ms"] for r in ok)
     decided = [r["decided"] for r in ok if r["decided"] is not None]
     n = len(records)
@@ -223,6 +225,8 @@ def summarize(set_: str, mode: str, records: list[dict]) -> dict:
         "finish": dict(Counter(r["finish_reason"] for r in ok)),
         "closed_early": sum(r["closed_early"] for r in ok),  # answers steered to close as max_tokens ran low
         "modes_used": dict(Counter(r["mode"] for r in records if r["mode"])),
+        "slot_tokens_block": statistics.mean(r["slot_tokens_block"] for r in seeded) if seeded else None,
+        "slot_tokens_ar": statistics.mean(r["slot_tokens_ar"] for r in seeded) if seeded else None,
     }
 
 
@@ -387,13 +391,15 @@ def _fmt(x, spec: str = ".3f") -> str:
 
 
 def print_tables(records: list[dict], cost: dict | None, http_ar_us: float | None) -> None:
-    print("\n| set | model | mode used | requests | errors | valid | exact fields | tool decision | p50 ms | p99 ms | forwards/req | tokens/req | finish |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| set | model | mode used | requests | errors | valid | exact fields | tool decision | p50 ms | p99 ms | forwards/req | tokens/req "
+          "| slot tokens block/AR | finish |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in records:
         used = ", ".join(f"{m} {k}" for m, k in r["modes_used"].items())
+        slots = "—" if r.get("slot_tokens_block") is None else f"{r['slot_tokens_block']:.1f} / {r['slot_tokens_ar']:.1f}"
         finish = ", ".join(f"{f} {k}" for f, k in sorted(r["finish"].items())) + (f" (closed early {r['closed_early']})" if r["closed_early"] else "")
         print(f"| {r['set']} | {r['model']} | {used} | {r['requests']} | {r['errors']} | {r['valid']:.3f} | {r['exact']:.3f} | "
-              f"{_fmt(r['decision'])} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['forwards']:.1f} | {r['tokens']:.1f} | {finish} |")
+              f"{_fmt(r['decision'])} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['forwards']:.1f} | {r['tokens']:.1f} | {slots} | {finish} |")
     if cost is None:
         return
     print(f"\nGrammar mask per token on this CPU (median of {cost['reps']} passes over a valid answer; 1 torch thread):\n")
@@ -427,11 +433,11 @@ def main(args) -> int:
     try:
         # Warm-up, not in the table: each engine's first constrained requests (grammar compiles, the
         # mask kernel's first call) — their latencies are printed and kept in the JSON.
-        for model in ("tandem-ar", "tandem-verified"):
+        for model in [MODES[m] for m in args.modes if m in ("ar", "verified")]:
             warmup += asyncio.run(_run(url, model, [cases["tools/auto"][0], cases["schema/extract"][0]], 1, args.max_tokens))
         print("  warm-up: " + ", ".join(f"{r['model']} {r['set']} {r['ms']:.0f} ms" for r in warmup), flush=True)
-        for set_ in SETS:
-            for mode, model in MODES.items():
+        for set_ in args.sets:
+            for mode, model in ((m, MODES[m]) for m in args.modes):
                 recs = asyncio.run(_run(url, model, cases[set_], args.concurrency, args.max_tokens))
                 raw += recs
                 records.append(summarize(set_, mode, recs))
@@ -482,5 +488,7 @@ def register(bench_commands) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mask-reps", type=_positive, default=MASK_REPS, help="passes over each answer in the mask benchmark")
     p.add_argument("--no-mask-cost", action="store_true", help="skip the mask microbenchmark")
+    p.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), help="columns to send (default: all)")
+    p.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS), help="request sets to send (default: all)")
     p.add_argument("--out", default="docs/bench/structured_cpu.json", help="JSON results ('' to skip)")
     p.set_defaults(func=main)
