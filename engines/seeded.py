@@ -27,12 +27,11 @@ import time
 import torch
 
 from engines.batch import prefill
-from engines.logits import sample_tokens, self_conditioning_embeddings, token_entropy
 from engines.rows import Row
-from engines.sampling import RowSeededEntropyBoundSampler, active_rows, schedule_temperature
 from engines.skeleton import MAX_CAPACITY, CanvasLayout, Fixed, SlotSpan
 from engines.slot_ar import finish_slots, start_answer
-from engines.slot_schedule import OpenSlot, SlotSchedule, value_uncertainty
+from engines.slot_denoise import denoise_seeded
+from engines.slot_schedule import OpenSlot
 
 KINDS = ("fixed", "string", "integer", "number", "enum", "json")
 MAX_CANVASES = 3  # denoising attempts per answer (the first and two widenings) before AR finishes a cut value
@@ -68,8 +67,7 @@ def value_ends(texts: list[str], special: set[int], vocab_size: int) -> torch.Te
 
 
 class Seeding:
-    """The fixed tokens and slot rules of a batch of seeded canvases (B, C), one layout per row.
-    `commit` fixes a slot's tokens for the steps after."""
+    """The fixed tokens and slot rules of a batch of seeded canvases (B, C), one layout per row."""
 
     def __init__(self, layouts: list[CanvasLayout], allowed: torch.Tensor, ends: torch.Tensor, device: torch.device):
         self.layouts = layouts
@@ -102,7 +100,6 @@ class Seeding:
             positions = [i for o in self.open[j] for i in range(o.span.start, o.span.end)]
             index[j] = torch.tensor(positions + [lay.length - 1] * (S - len(positions)))
         self.index = index.to(device)  # (B, S)
-        self.committed: list[set[int]] = [set() for _ in layouts]  # per row, the start of each committed slot
         self.choice_uncertainty: list[dict[int, float]] = [{} for _ in layouts]  # per row, enum slot start -> this step's
 
     def constrain_(self, logits: torch.Tensor) -> torch.Tensor:
@@ -117,7 +114,7 @@ class Seeding:
             logits[j, :, self.filler] = torch.logaddexp(logits[j, :, self.filler], ending)
             logits[j].masked_fill_(~self.allowed[:, :V][self.kinds[j]], float("-inf"))  # (C, V) rule for row j
             for span in lay.spans:
-                if span.slot.kind == "enum" and not span.known and span.start not in self.committed[j]:
+                if span.slot.kind == "enum" and not span.known:
                     choice, uncertainty = best_choice(span, logits[j], lay.filler)
                     tokens[j, span.start : span.end] = torch.tensor(choice, device=tokens.device)
                     one_hot[j, span.start : span.end] = True
@@ -128,14 +125,8 @@ class Seeding:
         self.step_tokens = tokens
         return logits
 
-    def commit(self, j: int, span: SlotSpan, tokens: list[int]) -> None:
-        """Fix row j's slot at `span` to `tokens` (value, then filler to its end) from now on."""
-        self.tokens[j, span.start : span.end] = torch.tensor(tokens, device=self.tokens.device)
-        self.fixed[j, span.start : span.end] = True
-        self.committed[j].add(span.start)
-
     def full(self, slots: torch.Tensor) -> torch.Tensor:
-        """(B, S) slot tokens -> the (B, C) canvas, skeleton and committed slots in place."""
+        """(B, S) slot tokens -> the (B, C) canvas, the skeleton (and known slots) in place."""
         return torch.where(self.fixed, self.tokens, self.tokens.scatter(1, self.index, slots))
 
 
@@ -151,82 +142,6 @@ def best_choice(span: SlotSpan, logits: torch.Tensor, filler: int) -> tuple[list
     posterior = torch.log_softmax(scores, -1)
     entropy = float(-(posterior.exp() * posterior).sum())
     return padded[best], entropy / (len(span.choices[best]) + 1)
-
-
-class SlotSampler(RowSeededEntropyBoundSampler):
-    """The row-seeded entropy-bound sampler over each row's slot positions (B, S): row b draws
-    noise and samples for its first `lengths[b]` positions only, whatever else shares the batch."""
-
-    def __init__(self, entropy_bound: float, lengths: list[int], width: int, vocab_size: int, generators: list[torch.Generator]):
-        super().__init__(entropy_bound, width, vocab_size, generators)
-        self.lengths = lengths
-
-    def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
-        canvas = torch.zeros(batch_size, self.canvas_length, dtype=torch.long, device=device)
-        for b in active_rows(self.active):
-            canvas[b, : self.lengths[b]] = torch.randint(0, self.vocab_size, (self.lengths[b],), generator=self.generators[b], device=device)
-        return canvas
-
-
-@torch.inference_mode()
-def denoise_seeded(batch, generators: list[torch.Generator], params, seeding: Seeding) -> tuple[torch.Tensor, torch.Tensor]:
-    """`engines.block.denoise_canvas` for seeded canvases: the decoder sees the whole canvas, while
-    sampling, acceptance and renoising run over the open slot positions (B, S) only, and each row
-    commits its slots as `engines.slot_schedule.SlotSchedule` says, after every step (the commit
-    decisions read the step's argmax and entropies on the host). A row's temperature follows the
-    library's linear schedule over its own budget. Each row's slot logits (S, V) are taken one row
-    at a time, so the step's logits stay its only (B, C, V) tensor. Returns the canvas (B, C), every
-    slot committed, and the steps each row took (B,)."""
-    B, C = seeding.tokens.shape
-    S, device = seeding.index.shape[1], seeding.tokens.device
-    vocab = batch.model.config.text_config.vocab_size
-    sampler = SlotSampler(params.entropy_bound, seeding.lengths, S, vocab, generators)
-    schedule = SlotSchedule(seeding.open, seeding.lengths, params.steps, params.confidence_threshold)
-    inputs = batch.canvas_inputs(C)
-    sampler.active = [not schedule.done(b) for b in range(B)]
-    current = sampler.initialize_canvas(B, device)  # (B, S) uniform noise in the slots
-    self_conditioning = None  # (B, C, H)
-    while any(sampler.active):
-        running = list(sampler.active)
-        logits = seeding.constrain_(batch.denoise(seeding.full(current), self_conditioning, inputs))  # (B, C, V)
-        sampled = torch.zeros(B, S, dtype=torch.long, device=device)
-        argmax = torch.zeros(B, S, dtype=torch.long, device=device)
-        entropy = torch.zeros(B, S, dtype=logits.dtype, device=device)
-        for b in active_rows(running):
-            logits[b].div_(schedule_temperature(params.t_min, params.t_max, schedule.budget[b], schedule.remaining(b)))
-            slot_logits = logits[b, :, :vocab].index_select(0, seeding.index[b])  # (S, V): row b's slots
-            n = seeding.lengths[b]
-            sampled[b, :n] = sample_tokens(slot_logits[:n], generators[b])  # a row draws for its own slots only, as it would alone
-            argmax[b] = slot_logits.argmax(-1)
-            entropy[b] = token_entropy(slot_logits)
-        accepted = sampler.accept_by_entropy(current, sampled, entropy)
-        new_current = sampler.renoise_canvas(accepted, 0)
-        conditioning = self_conditioning_embeddings(batch.model, logits)  # (B, C, H)
-        del logits
-        if self_conditioning is not None:  # rows already done keep their canvas and self-conditioning
-            held = torch.tensor([not r for r in running], device=device)
-            new_current = torch.where(held[:, None], current, new_current)
-            conditioning = torch.where(held[:, None, None], self_conditioning, conditioning)
-        current, self_conditioning = new_current, conditioning
-        top, ent = argmax.tolist(), entropy.tolist()  # the step's one host read: what each row commits
-        for b in active_rows(running):
-            uncertainty = []
-            for o in schedule.open[b]:
-                if o.span.slot.kind == "enum":
-                    uncertainty.append(seeding.choice_uncertainty[b][o.span.start])
-                else:
-                    window = slice(o.offset, o.offset + o.span.capacity)
-                    uncertainty.append(value_uncertainty(top[b][window], ent[b][window], seeding.filler))
-            for o in schedule.commit(b, uncertainty):
-                if o.span.slot.kind == "enum":
-                    tokens = seeding.step_tokens[b, o.span.start : o.span.end].tolist()
-                else:
-                    value = top[b][o.offset : o.offset + o.span.capacity]
-                    value = value[: value.index(seeding.filler)] if seeding.filler in value else value
-                    tokens = value + [seeding.filler] * (o.span.capacity - len(value))
-                seeding.commit(b, o.span, tokens)
-        sampler.active = [not schedule.done(b) for b in range(B)]
-    return seeding.tokens.clone(), torch.tensor(schedule.steps, device=device)
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,23 +168,28 @@ class Seeder:
         size = max(CanvasLayout.build(r.request.skeleton, self.encode, self.filler, w, None, k).length for r, w, k in zip(rows, widen, known))
         return [CanvasLayout.build(r.request.skeleton, self.encode, self.filler, w, size, k) for r, w, k in zip(rows, widen, known)]
 
-    def denoise(self, batch, rows: list[Row], layouts: list[CanvasLayout], params) -> tuple[list[list[int]], torch.Tensor]:
-        """Denoise one seeded canvas per row after the batch's cached tokens, and count it.
-        Returns each row's canvas (every slot committed) and the steps (B,)."""
-        seeding = Seeding(layouts, self.allowed, self.ends, batch.mask.device)
+    def denoise(self, batch, rows: list[Row], widen: list[dict[str, int]], known: list[dict[str, list[int]]], params
+                ) -> tuple[list[CanvasLayout], list[list[int]], list[set[str]], torch.Tensor]:
+        """Denoise one seeded canvas per row after the batch's cached tokens, and count it. `widen`
+        and `known` are each row's wider slots and slots given (`CanvasLayout.build`). Returns each
+        row's last layout (every slot known), its canvas, the paths of the slots whose value filled
+        them, and the steps (B,)."""
+        layouts = self.layouts(rows, widen, known)
+        size = len(layouts[0].tokens)
+        relayout = lambda b, given: CanvasLayout.build(rows[b].request.skeleton, self.encode, self.filler, widen[b], size, given)  # noqa: E731
         began = time.time_ns()
-        canvas, steps = denoise_seeded(batch, [r.generator for r in rows], params, seeding)
+        seeding, steps, overflowed = denoise_seeded(batch, [r.generator for r in rows], params,
+                                                    Seeding(layouts, self.allowed, self.ends, batch.mask.device), relayout)
         ended = time.time_ns()
         for i, row in enumerate(rows):
             row.stats.decoder_calls += int(steps[i])
             row.stats.steps_per_canvas.append(int(steps[i]))
             row.stats.canvas_times_ns.append((began, ended))
-        return canvas.tolist(), steps
+        return seeding.layouts, seeding.tokens.tolist(), overflowed, steps
 
     def drafts(self, batch, rows: list[Row], params) -> tuple[torch.Tensor, torch.Tensor]:
         """Verified mode's first drafts: each row's seeded answer, then filler, as one (B, C) tensor."""
-        layouts = self.layouts(rows, [{} for _ in rows])
-        canvases, steps = self.denoise(batch, rows, layouts, params)
+        layouts, canvases, _, steps = self.denoise(batch, rows, [{} for _ in rows], [{} for _ in rows], params)
         answers = [layout.read(canvas)[0] for layout, canvas in zip(layouts, canvases)]
         width = max(len(a) for a in answers) + 1
         draft = torch.full((len(rows), width), self.filler, dtype=torch.long, device=batch.mask.device)
@@ -317,23 +237,23 @@ def decode_seeded(model, rows: list[Row], params, pad_id: int, seeder: Seeder) -
         rows = [rows[j] for j in keep]
     widen: list[dict[str, int]] = [{} for _ in rows]
     known: list[dict[str, list[int]]] = [{} for _ in rows]
-    final: dict[int, tuple[CanvasLayout, list]] = {}
+    final: dict[int, list] = {}  # row -> its answer's pieces (CanvasLayout.pieces)
     live = list(range(len(rows)))
     for attempt in range(MAX_CANVASES):
-        layouts = seeder.layouts([rows[j] for j in live], [widen[j] for j in live], [known[j] for j in live])
-        canvases, _ = seeder.denoise(batch, [rows[j] for j in live], layouts, params)
+        layouts, canvases, overflows, _ = seeder.denoise(batch, [rows[j] for j in live], [widen[j] for j in live], [known[j] for j in live],
+                                                         params)
         again = []
         for i, j in enumerate(live):
-            pieces = layouts[i].pieces(canvases[i])
-            grown = {s.slot.path: min(MAX_CAPACITY, 2 * s.capacity) for s, _, full in pieces if s is not None and full and not s.known}
-            grown = {p: c for p, c in grown.items() if c > next(s.capacity for s in layouts[i].spans if s.slot.path == p)}
+            pieces = [(s, ids, s is not None and s.slot.path in overflows[i]) for s, ids, _ in layouts[i].pieces(canvases[i])]
+            capacity = {s.slot.path: s.capacity for s in seeder.layouts([rows[j]], [widen[j]])[0].spans}
+            grown = {p: min(MAX_CAPACITY, 2 * capacity[p]) for p in overflows[i] if capacity[p] < MAX_CAPACITY}
             if attempt + 1 < MAX_CANVASES and not rows[j].cancelled and grown:
                 # only the slots whose value filled them are denoised again, wider; the others stay as committed
                 widen[j].update(grown)
-                known[j] = {s.slot.path: canvases[i][s.start : s.end] for s in layouts[i].spans if s.slot.path not in grown}
+                known[j] = {s.slot.path: ids for s, ids, _ in pieces if s is not None and s.slot.path not in grown}
                 again.append(i)
             else:
-                final[j] = (layouts[i], pieces)
+                final[j] = pieces
         if not again:
             break
         batch.select(torch.tensor(again, device=model.device))
@@ -341,7 +261,7 @@ def decode_seeded(model, rows: list[Row], params, pad_id: int, seeder: Seeder) -
     plans = {}
     for j, row in enumerate(rows):
         if not row.cancelled:
-            plan = start_answer(row, final[j][1], seeder)
+            plan = start_answer(row, final[j], seeder)
             if plan is not None:
                 plans[j] = plan
         if row.leaving:

@@ -11,8 +11,10 @@ posterior per position of the choice. Then:
 - a slot under the request's `confidence_threshold` is committed at once: a confident slot is
   read after one step (the canvas stop rule asked the whole canvas to be confident, and stable for
   another step, before any of it was read);
-- the least uncertain slots are committed until `ceil(slots * steps / budget)` are, so every
-  slot is committed by the budget's last step.
+- the least uncertain slots are committed until `floor(slots * steps / budget)` are: one slot of
+  three in 6 steps is due after step 2, the last at step 6. (The first step's argmax is read off
+  pure noise: forcing a commit there, as `ceil` does, fixed a wrong first value, "Aofia" for
+  "Sofia", that the later steps then built on.)
 
 A committed slot is fixed (its value, then filler) for the steps after: the slots still open see
 it as certain, as they see the skeleton. The row's canvas is done when every slot is committed.
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 from engines.skeleton import SlotSpan
 
-STEPS_PER_SLOT_TOKEN = 0.25  # denoising steps per slot position: a 12-token string slot gets 3
+STEPS_PER_SLOT_TOKEN = 0.125  # denoising steps per slot position: a 12-token string slot gets 2 (docs/benchmarks.md)
 
 
 def step_budget(positions: int, max_steps: int) -> int:
@@ -60,7 +62,7 @@ class SlotSchedule:
         """After row b's step: the open slots to commit now, given each open slot's uncertainty (in
         `open[b]`'s order); they leave `open[b]`."""
         self.steps[b] += 1
-        due = math.ceil(self.total[b] * self.steps[b] / self.budget[b]) - (self.total[b] - len(self.open[b]))
+        due = self.total[b] * self.steps[b] // self.budget[b] - (self.total[b] - len(self.open[b]))
         order = sorted(range(len(self.open[b])), key=lambda i: uncertainty[i])
         chosen = [i for k, i in enumerate(order) if k < due or uncertainty[i] < self.threshold]
         taken = [self.open[b][i] for i in sorted(chosen)]
