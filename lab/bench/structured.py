@@ -450,7 +450,7 @@ def main(args) -> int:
     ar = [r["ms"] * 1000 / r["tokens"] for r in raw if r["model"] == "tandem-ar" and r["status"] == 200 and r["tokens"]]
     http_ar_us = statistics.median(ar) if ar else None
     cost = None if args.no_mask_cost else mask_cost(args.checkpoint, cases, args.mask_reps, args.seed)
-    print(f"\n{sum(len(c) for c in cases.values())} requests per model ({args.n} items per set, task-suite test split, seed {args.seed}), "
+    print(f"\n{sum(len(cases[s]) for s in args.sets)} requests per model ({args.n} items per set, task-suite test split, seed {args.seed}), "
           f"max_tokens {args.max_tokens}, concurrency {args.concurrency}")
     print_tables(records, cost, http_ar_us)
     if args.out:
