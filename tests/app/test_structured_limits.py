@@ -205,6 +205,21 @@ def test_integers_for_numbers_are_fine(base_url):
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_seeded_answer_says_how_many_slot_tokens_block_and_ar_wrote(base_url, stream):
+    # issue 37: `tandem` keeps `forwards` and, for a skeleton-seeded answer, adds where its slot tokens came from
+    schema = {"type": "object", "properties": {"code": {"type": "string", "maxLength": 4}}, "required": ["code"]}  # fits the 32-token canvas
+    body = {"response_format": json_schema(schema), "max_tokens": 40, "stream": stream}
+    r, got = answer(base_url, body | {"model": "tandem-block"})
+    assert r.status_code == 200 and got["tandem"]["mode"] == "block", got
+    jsonschema.validate(json.loads(got["content"]), schema)
+    t = got["tandem"]
+    assert isinstance(t["forwards"], int) and isinstance(t["slot_tokens_block"], int) and isinstance(t["slot_tokens_ar"], int)
+    assert t["slot_tokens_ar"] < t["forwards"]  # AR's tokens each took a call of their own, the canvas's did not
+    _, plain = answer(base_url, body | {"model": "tandem-ar"})
+    assert "slot_tokens_block" not in plain["tandem"] and "slot_tokens_ar" not in plain["tandem"]  # not a seeded answer
+
+
 # ---- 7. request ids --------------------------------------------------------------------------------------------
 
 
