@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from engines.batch import prefill
+from engines.prefill import prefill
 from engines.canvas import context_length
 from engines.lookup import ar_pass
 from engines.rows import Admit, Row, retire

@@ -25,13 +25,13 @@ differs from `generate()`:
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import replace
 
 import torch
 
-from engines.batch import SequenceBatch, prefill
+from engines.batch import SequenceBatch
+from engines.prefill import prefill
 from engines.canvas import BlockParams, StopFlags, context_length
 from engines.logits import self_conditioning_embeddings, token_entropy
 from engines.rows import Admit, Row, retire
@@ -98,17 +98,6 @@ def head_entropy(logits: torch.Tensor) -> torch.Tensor:
     return -(head.exp() * head).sum(-1).mean(-1)
 
 
-def copy_rows(batch: SequenceBatch, rows: list[int]) -> SequenceBatch:
-    """A new batch holding copies of `rows` of `batch` (their KV and mask); `batch` is unchanged."""
-    index = torch.tensor(rows, dtype=torch.long, device=batch.mask.device)
-    part = copy.copy(batch)
-    part.cache = copy.copy(batch.cache)
-    part.cache.layers = [copy.copy(layer) for layer in batch.cache.layers]
-    part.cache.batch_select_indices(index)  # rebinds the copied layers' tensors; the originals keep theirs
-    part.mask = batch.mask[index]  # (R, S)
-    return part
-
-
 def split_near_the_end(batch: SequenceBatch, canvas: int, context: int) -> tuple[list[int], list[tuple[int, SequenceBatch]]]:
     """Take out of `batch` every row whose next canvas of `canvas` tokens would run past `context`
     positions. Each goes on in a batch of its own, so that its canvas can be sized down to the
@@ -117,7 +106,7 @@ def split_near_the_end(batch: SequenceBatch, canvas: int, context: int) -> tuple
     near = torch.nonzero(batch.lengths() + canvas > context).flatten().tolist()
     if not near:
         return list(range(batch.size)), []
-    alone = [(j, copy_rows(batch, [j])) for j in near]
+    alone = [(j, batch.copy_rows([j])) for j in near]
     stay = [j for j in range(batch.size) if j not in near]
     batch.select(torch.tensor(stay, dtype=torch.long, device=batch.mask.device))
     return stay, alone

@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import torch
 
+from engines.static_batch import use_slot_cache
+
 COMPILE_CHOICES = ("off", "on", "auto")
+RECOMPILE_LIMIT = 24  # compiled variants per model call before torch falls back to eager for a new one
 
 
 def compiled_calls(model) -> tuple:
-    """The model calls that are compiled: the decoder's (a canvas step); see the module doc for why
-    not the encoder's yet."""
-    return (model.model.decoder,)
+    """The model calls that are compiled: the encoder's (prefill, commit, an AR step) and the
+    decoder's (a canvas step)."""
+    return (model.model.encoder, model.model.decoder)
 
 
 def should_compile(how: str, device: torch.device | str) -> bool:
@@ -50,11 +53,16 @@ def compile_model(model, how: str = "auto") -> bool:
     if not should_compile(how, model.device):
         return False
     mode = "reduce-overhead" if model.device.type == "cuda" else None
+    # Each call compiles a few variants: a batch of one and a batch of several, one token (an AR
+    # step) and several (prefill, commit, verified's check), whether the step has a self-conditioning
+    # signal; torch's default limit (8 per function) is reached by the three modes together.
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     for module in compiled_calls(model):
         if not hasattr(module, "_tandem_eager_forward"):
             module._tandem_eager_forward = module.forward
             module._tandem_compiled_forward = torch.compile(module.forward, dynamic=True, mode=mode)
         module.forward = module._tandem_compiled_forward
+    use_slot_cache(model, True)
     return True
 
 
@@ -64,6 +72,7 @@ def use_eager(model) -> None:
     for module in compiled_calls(model):
         if hasattr(module, "_tandem_eager_forward"):
             module.forward = module._tandem_eager_forward
+    use_slot_cache(model, False)
 
 
 def is_compiled(model) -> bool:

@@ -26,7 +26,7 @@ import time
 
 import torch
 
-from engines.batch import prefill
+from engines.prefill import prefill
 from engines.rows import Row
 from engines.skeleton import MAX_CAPACITY, CanvasLayout, Fixed, SlotSpan
 from engines.slot_ar import finish_slots, start_answer

@@ -35,8 +35,9 @@ import torch
 
 from engines.ar import decode_ar, next_tokens
 from engines.choices import ar_choices
-from engines.batch import SequenceBatch, prefill
-from engines.block import copy_rows, denoise_canvas
+from engines.batch import SequenceBatch
+from engines.prefill import prefill
+from engines.block import denoise_canvas
 from engines.canvas import BlockParams, context_length
 from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
 from engines.logits import token_entropy
@@ -88,7 +89,7 @@ class Rows:
             self.live, self.predicted = [], self.predicted[:0]
             return taken
         index = torch.tensor(indices, dtype=torch.long, device=self.batch.mask.device)
-        taken = Rows(copy_rows(self.batch, indices), [self.live[j] for j in indices], self.predicted[index], self.lookup)
+        taken = Rows(self.batch.copy_rows(indices), [self.live[j] for j in indices], self.predicted[index], self.lookup)
         stay = [j for j in range(len(self.live)) if j not in set(indices)]
         self.batch.select(torch.tensor(stay, dtype=torch.long, device=self.batch.mask.device))
         self.live, self.predicted = [self.live[j] for j in stay], self.predicted[stay]

@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from engines.batch import SequenceBatch, left_pad
+from engines.batch import SequenceBatch
+from engines.prefill import left_pad
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.engine import DiffusionEngine
 from engines.errors import InvalidRequestError

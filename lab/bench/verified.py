@@ -25,7 +25,8 @@ from pathlib import Path
 
 import torch
 
-from engines.batch import SequenceBatch, left_pad
+from engines.batch import SequenceBatch
+from engines.prefill import left_pad
 from engines.block import denoise_canvas
 from engines.canvas import BlockParams
 from engines.cost import CostProfile
