@@ -31,11 +31,11 @@ from dataclasses import replace
 import torch
 
 from engines.batch import SequenceBatch
-from engines.prefill import prefill
 from engines.canvas import BlockParams, StopFlags, context_length
-from engines.logits import self_conditioning_embeddings, token_entropy
+from engines.compiled import step_function
+from engines.prefill import prefill
 from engines.rows import Admit, Row, retire
-from engines.sampling import RowSeededEntropyBoundSampler, StableAndConfident, schedule_temperature
+from engines.sampling import RowSeededEntropyBoundSampler, schedule_temperature
 
 
 @torch.inference_mode()
@@ -51,7 +51,6 @@ def denoise_canvas(
     B, C, device = batch.size, params.canvas, batch.mask.device
     vocab = batch.model.config.text_config.vocab_size
     sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators, greedy)
-    stop = StableAndConfident(params.stability_threshold, params.confidence_threshold)
 
     inputs = batch.canvas_inputs(C)  # positions and masks, fixed for this canvas
     current = sampler.initialize_canvas(B, device)  # (B, C) uniform noise
@@ -60,6 +59,10 @@ def denoise_canvas(
     done = torch.zeros(B, dtype=torch.bool, device=device)
     abandoned = torch.zeros(B, dtype=torch.bool, device=device)
     steps = torch.zeros(B, dtype=torch.long, device=device)
+    history = torch.full((params.stability_threshold, B, C), -1, dtype=torch.long, device=device)  # the stop rule's
+    bound = torch.tensor(float(params.entropy_bound), device=device)
+    confident = torch.tensor(float(params.confidence_threshold), device=device)
+    settle = step_function(batch.model)
     flags = StopFlags(B, params.check_every)
     for step, remaining in enumerate(reversed(range(1, params.steps + 1))):  # denoising runs N..1, as in the library
         steps += ~done
@@ -71,19 +74,11 @@ def denoise_canvas(
             argmax = torch.where(done[:, None], argmax, logits.argmax(-1))
             break
         logits.div_(schedule_temperature(params.t_min, params.t_max, params.steps, remaining))
-        new_argmax = logits.argmax(-1)  # (B, C)
-        sampled = new_argmax if greedy else sampler.sample(logits)  # (B, C); greedy: the most likely token is the draw
-        entropy = token_entropy(logits)  # (B, C)
-        accepted = sampler.accept_by_entropy(current, sampled, entropy)
-        new_current = sampler.renoise_canvas(accepted, remaining)
-        conditioning = self_conditioning_embeddings(batch.model, logits)  # (B, C, H)
+        sampled = None if greedy else sampler.sample(logits)  # (B, C), from each row's generator
+        noise = sampler.initialize_canvas(B, device)  # the renoise draw, after the sample as in the library
+        argmax, current, self_conditioning, done, history = settle(
+            batch.model, logits, sampled, noise, current, argmax, self_conditioning, done, abandoned, history, bound, confident)
         del logits  # before the next step's logits exist
-        if step > 0:  # rows that already stopped keep their canvas and self-conditioning
-            new_argmax = torch.where(done[:, None], argmax, new_argmax)
-            new_current = torch.where(done[:, None], current, new_current)
-            conditioning = torch.where(done[:, None, None], self_conditioning, conditioning)
-        done |= stop(new_argmax, entropy.mean(-1)) | abandoned
-        argmax, current, self_conditioning = new_argmax, new_current, conditioning
         if flags.read(done, step, remaining) and flags.all_stopped:
             break
     return argmax, steps, abandoned

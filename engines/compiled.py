@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import torch
 
+from engines.canvas_step import settle
 from engines.static_batch import use_slot_cache
 
 COMPILE_CHOICES = ("off", "on", "auto")
@@ -78,3 +79,18 @@ def use_eager(model) -> None:
 def is_compiled(model) -> bool:
     decoder = model.model.decoder
     return hasattr(decoder, "_tandem_compiled_forward") and decoder.forward == decoder._tandem_compiled_forward
+
+
+_compiled_settle = None
+
+
+def step_function(model):
+    """What a denoising step runs after its decoder call and draws (`engines.canvas_step.settle`):
+    compiled where the model's calls are, as one more compiled call per step."""
+    global _compiled_settle
+    if not is_compiled(model):
+        return settle
+    if _compiled_settle is None:
+        mode = "reduce-overhead" if model.device.type == "cuda" else None
+        _compiled_settle = torch.compile(settle, dynamic=True, mode=mode)
+    return _compiled_settle
