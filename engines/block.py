@@ -55,7 +55,9 @@ def denoise_canvas(
     inputs = batch.canvas_inputs(C)  # positions and masks, fixed for this canvas
     current = sampler.initialize_canvas(B, device)  # (B, C) uniform noise
     argmax = current
-    self_conditioning = None  # (B, C, H) embeddings of the last step's logits
+    # (B, C, H) embeddings of the last step's logits; zeros before the first step, which is what the
+    # decoder uses without a signal (one call signature for every step: one compiled variant)
+    self_conditioning = torch.zeros(B, C, batch.model.config.text_config.hidden_size, dtype=batch.model.dtype, device=device)
     done = torch.zeros(B, dtype=torch.bool, device=device)
     abandoned = torch.zeros(B, dtype=torch.bool, device=device)
     steps = torch.zeros(B, dtype=torch.long, device=device)
@@ -74,7 +76,7 @@ def denoise_canvas(
             argmax = torch.where(done[:, None], argmax, logits.argmax(-1))
             break
         logits.div_(schedule_temperature(params.t_min, params.t_max, params.steps, remaining))
-        sampled = None if greedy else sampler.sample(logits)  # (B, C), from each row's generator
+        sampled = logits.argmax(-1) if greedy else sampler.sample(logits)  # (B, C), from each row's generator
         noise = sampler.initialize_canvas(B, device)  # the renoise draw, after the sample as in the library
         argmax, current, self_conditioning, done, history = settle(
             batch.model, logits, sampled, noise, current, argmax, self_conditioning, done, abandoned, history, bound, confident)

@@ -24,11 +24,11 @@ from engines.logits import self_conditioning_embeddings, token_entropy
 def settle(
     model,
     logits: torch.Tensor,  # (B, C, V), temperature applied
-    sampled: torch.Tensor | None,  # (B, C) drawn tokens; None: greedy (the argmax is the draw)
+    sampled: torch.Tensor,  # (B, C) drawn tokens (greedy: the argmax)
     noise: torch.Tensor,  # (B, C) the renoise canvas
     current: torch.Tensor,  # (B, C) the canvas this step denoised
     argmax: torch.Tensor,  # (B, C) the last step's argmax canvas
-    self_conditioning: torch.Tensor | None,  # (B, C, H) the last step's embeddings (None on the first step)
+    self_conditioning: torch.Tensor,  # (B, C, H) the last step's embeddings
     done: torch.Tensor,  # (B,) rows that have stopped
     abandoned: torch.Tensor,  # (B,) rows dropped at their first step (verified's drafts)
     history: torch.Tensor,  # (K, B, C) the last K argmax canvases (K = stability threshold), -1 at first
@@ -39,19 +39,17 @@ def settle(
     argmax history."""
     new_argmax = logits.argmax(-1)  # (B, C)
     entropy = token_entropy(logits)  # (B, C)
-    drawn = new_argmax if sampled is None else sampled
     # The entropy-bound sampler: accept the lowest-entropy positions while the entropy of those
     # before each stays within the bound; the rest are renoised.
     ordered, order = torch.sort(entropy, dim=-1, descending=False)
     chosen = torch.cumsum(ordered, dim=-1) - ordered <= entropy_bound
     accepted = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
-    new_current = torch.where(accepted, drawn, noise)
+    new_current = torch.where(accepted, sampled, noise)
     conditioning = self_conditioning_embeddings(model, logits)  # (B, C, H)
     held = done[:, None]
     new_argmax = torch.where(held, argmax, new_argmax)
     new_current = torch.where(held, current, new_current)
-    if self_conditioning is not None:
-        conditioning = torch.where(held[..., None], self_conditioning, conditioning)
+    conditioning = torch.where(held[..., None], self_conditioning, conditioning)
     if history.shape[0] == 0:
         stable = torch.ones_like(done)
     else:

@@ -58,6 +58,9 @@ def compile_model(model, how: str = "auto") -> bool:
     # step) and several (prefill, commit, verified's check), whether the step has a self-conditioning
     # signal; torch's default limit (8 per function) is reached by the three modes together.
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+    # A batch (or token width) of one is compiled as one more size, not as its own graph: torch
+    # otherwise specializes sizes 0 and 1, and every call would compile twice (10-70 s each here).
+    torch.fx.experimental._config.backed_size_oblivious = True
     for module in compiled_calls(model):
         if not hasattr(module, "_tandem_eager_forward"):
             module._tandem_eager_forward = module.forward
