@@ -1,19 +1,18 @@
-"""Compiled model calls: the canvas pass (one denoising step's decoder call, in block mode, seeded
-canvases and verified's drafts) runs through `torch.compile`; the eager model is the reference.
+"""Compiled model calls: the encoder (prefill, commit, AR steps, verified's check), the decoder
+(a canvas step) and a denoising step's work after its draws (`engines.canvas_step.settle`) run
+through `torch.compile`; the eager model over transformers' DynamicCache is the reference.
 
-`compile_model(model, how)` replaces the decoder's `forward` with a compiled version of itself,
-in place, so every decode mode uses it without knowing; `use_eager` switches back (the bench
-alternates the two on one copy of the weights). Shapes are marked dynamic, and torch still
-specializes some: a batch or canvas of one, a canvas size, the cache's strides, whether the step
-has a self-conditioning signal and whether the attention mask is needed. Each variant is compiled
-on first use (10-60 s on a 2-core CPU; inductor's on-disk FX graph cache makes a restart on the
-same machine cheap), and past torch's recompile limit (8) a new variant runs eager. A static KV
-cache with fixed-address per-step state, padded to shape buckets, is what bounds the variants;
-until it lands, compiling is opt-in.
-
-The encoder's call (prefill, commit, AR steps) is not compiled: over transformers' DynamicCache its
-inputs change shape and strides every AR step, and it hit the recompile limit within two batches
-(measured with TORCH_LOGS=recompiles).
+`compile_model(model, how)` replaces the encoder's and decoder's `forward` with compiled versions
+of themselves, in place, and switches the model's batches to the slot cache
+(`engines.static_batch`): fixed-size KV buffers written in place, masks built from device tensors,
+so a call's inputs keep their shapes between row changes and bucket growth instead of growing
+every AR step (over DynamicCache the encoder hit torch's recompile limit within two batches).
+`use_eager` switches back to both eager calls and the dynamic cache (the bench alternates the two
+on one copy of the weights). Shapes are dynamic, so each call compiles a few variants per replica:
+a batch of one or several, one token or several (an AR step; prefill, commit and verified's
+check), and whatever torch guards on beyond that. Each
+compiles on first use (10-70 s on a 2-core CPU); inductor's on-disk FX graph cache makes a restart
+on the same machine cheap.
 
 `how`: "off" (eager), "on" (compile), "auto" (compile on CUDA devices, where a step is launch-bound:
 eager spends 74-121 ms around 31 ms of kernels (shared/readings/gpu-2026-12-04.md); eager on CPUs).
@@ -25,6 +24,8 @@ this CPU at canvas 256, because it gathers every token's expert weights.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -39,6 +40,17 @@ def compiled_calls(model) -> tuple:
     """The model calls that are compiled: the encoder's (prefill, commit, an AR step) and the
     decoder's (a canvas step)."""
     return (model.model.encoder, model.model.decoder)
+
+
+# One function per compiled call: torch caches compiled code per Python function, and the library's
+# forwards share one decorator's wrapper, so compiling them directly put the encoder's and the
+# decoder's variants under one recompile limit.
+def _run_encoder(module, **kwargs):
+    return module._tandem_eager_forward(**kwargs)
+
+
+def _run_decoder(module, **kwargs):
+    return module._tandem_eager_forward(**kwargs)
 
 
 def should_compile(how: str, device: torch.device | str) -> bool:
@@ -58,13 +70,13 @@ def compile_model(model, how: str = "auto") -> bool:
     # step) and several (prefill, commit, verified's check), whether the step has a self-conditioning
     # signal; torch's default limit (8 per function) is reached by the three modes together.
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
-    # A batch (or token width) of one is compiled as one more size, not as its own graph: torch
-    # otherwise specializes sizes 0 and 1, and every call would compile twice (10-70 s each here).
-    torch.fx.experimental._config.backed_size_oblivious = True
-    for module in compiled_calls(model):
+    # Sizes of one stay specialized (a batch of one, one token: its own variant). Treating them as
+    # any other size (torch.fx.experimental._config.backed_size_oblivious) halves the variants but
+    # changed a greedy AR answer at batch 1 against the eager reference (measured): not taken.
+    for module, runner in zip(compiled_calls(model), (_run_encoder, _run_decoder)):
         if not hasattr(module, "_tandem_eager_forward"):
             module._tandem_eager_forward = module.forward
-            module._tandem_compiled_forward = torch.compile(module.forward, dynamic=True, mode=mode)
+            module._tandem_compiled_forward = functools.partial(torch.compile(runner, dynamic=True, mode=mode), module)
         module.forward = module._tandem_compiled_forward
     use_slot_cache(model, True)
     return True
