@@ -68,6 +68,15 @@ class SlotCache(Cache):
         for heads, dim in kv_shapes(model):
             keys = torch.zeros(rows, heads, slots, dim, dtype=dtype, device=device)
             layers.append(SlotLayer(keys, torch.zeros_like(keys), write))
+        if device.type == "cuda":
+            # A captured graph reads these buffers where they are instead of copying them in at every
+            # replay (what the library's StaticLayer does). A new buffer (rows joining or leaving, a
+            # bigger bucket) is a new address: the graph is captured again (a buffer pool per bucket
+            # is the next step, unmeasured without a GPU).
+            for layer in layers:
+                torch._dynamo.mark_static_address(layer.keys)
+                torch._dynamo.mark_static_address(layer.values)
+            torch._dynamo.mark_static_address(write)
         return cls(layers, write)
 
     @property
