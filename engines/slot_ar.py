@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from engines.ar import choose
-from engines.batch import prefill
+from engines.prefill import prefill
 from engines.rows import Row
 from engines.skeleton import SlotSpan
 
