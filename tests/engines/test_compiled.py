@@ -126,3 +126,16 @@ def test_auto_compiles_on_gpus_only_and_off_never_compiles(tiny_checkpoint):
     engine = DiffusionEngine.from_checkpoint(tiny_checkpoint, compile="auto")
     assert not engine.compiled and not is_compiled(engine.model)
     assert not compile_model(engine.model, "off")
+
+
+def test_a_warm_engine_compiles_nothing_more_for_its_first_requests(compiled):
+    """What a replica does before it reports ready (engines/deployment.py): after `warm_up`, requests
+    in every mode, alone and batched, find their compiled variants already there."""
+    import torch._dynamo.utils
+
+    compiled.warm_up()
+    before = dict(torch._dynamo.utils.counters["stats"])
+    for mode in ("block", "ar", "verified"):
+        compiled.generate_batch(requests(mode, n=1))
+        compiled.generate_batch(requests(mode, n=3))
+    assert dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs", 0) == before.get("unique_graphs", 0)
