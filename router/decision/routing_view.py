@@ -36,6 +36,7 @@ log = logging.getLogger("tandem.gateway")
 POLL_INTERVAL_S = 0.5
 PROBE_TIMEOUT_S = 1.0  # a load poll that takes longer failed (router.decision.engine_health counts it)
 FIRST_POLL_WAIT_S = 1.0  # how long the first requests at a fresh replica wait for a view
+FACTS_TIMEOUT_S = 5.0  # the engines' cost profile and limits: asked until they answer within this
 TASK_EVIDENCE = 3  # finished requests of a (mode, task) before its own calibration is used
 
 
@@ -115,9 +116,9 @@ class RoutingView:
     gets each poll's queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
 
     def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
-                 probe_timeout_s: float = PROBE_TIMEOUT_S):
+                 probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S):
         self.engines = engines
-        self.poll_interval_s, self.probe_timeout_s = poll_interval_s, probe_timeout_s
+        self.poll_interval_s, self.probe_timeout_s, self.facts_timeout_s = poll_interval_s, probe_timeout_s, facts_timeout_s
         self.health = EngineHealth(engines)
         self.telemetry = telemetry
         self.on_cost = on_cost  # called with the cost profile once it arrives (the gateway hands it to its router)
@@ -162,19 +163,10 @@ class RoutingView:
                 pass
 
     async def _poll(self) -> None:
-        try:
-            self.cost = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=5.0)
-            if self.cost is not None and self.on_cost is not None:
-                self.on_cost(self.cost)
-        except Exception:
-            log.warning("no cost profile from the engines: cost-aware routing stays off")
-        try:
-            info = await asyncio.wait_for(self.engines["block"].info.remote(), timeout=5.0)
-            self.canvas_limit = info.canvas_length
-            self.prompt_limit = PromptLimit(info.context_length, info.max_chars_per_token)
-        except Exception:
-            pass  # the engine itself refuses an oversized canvas
+        engine_facts = False  # whether the engines have answered for their cost profile and limits
         while True:
+            if not engine_facts:  # asked again at every tick until they answer: a busy engine at start is not "none"
+                engine_facts = await self._fetch_engine_facts()
             self.health.wake.clear()
             await asyncio.gather(*(self._probe(name, handle) for name, handle in self.engines.items()))
             if self.telemetry is not None:
@@ -185,6 +177,26 @@ class RoutingView:
                 await asyncio.wait_for(self.health.wake.wait(), timeout=self.poll_interval_s)
             except asyncio.TimeoutError:
                 pass
+
+    async def _fetch_engine_facts(self) -> bool:
+        """The engines' cost profile (None when they have none: cost-aware routing is then off) and their
+        canvas and prompt limits. Returns whether both answered."""
+        try:
+            self.cost = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=self.facts_timeout_s)
+            if self.cost is not None and self.on_cost is not None:
+                self.on_cost(self.cost)
+            if self.cost is None:
+                log.warning("the engines have no cost profile: cost-aware routing stays off")
+        except Exception:
+            log.warning("no answer from the engines for their cost profile yet: asked again at the next poll")
+            return False
+        try:
+            info = await asyncio.wait_for(self.engines["block"].info.remote(), timeout=self.facts_timeout_s)
+            self.canvas_limit = info.canvas_length
+            self.prompt_limit = PromptLimit(info.context_length, info.max_chars_per_token)
+        except Exception:
+            return False  # the engine itself refuses an oversized canvas meanwhile
+        return True
 
     async def _probe(self, name: Engine, handle) -> None:
         """One load poll of one engine, which is also its health probe. A failed one is a busy
