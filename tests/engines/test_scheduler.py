@@ -149,7 +149,7 @@ def test_stream_yields_deltas_then_the_result(engine, scheduler):
 
 def test_a_failing_batch_fails_its_requests_cleanly_and_the_worker_goes_on(engine, scheduler, monkeypatch):
     calls = {"n": 0}
-    real_run = engine.run
+    real_run = engine.steps
 
     def flaky(*args, **kwargs):
         calls["n"] += 1
@@ -157,7 +157,7 @@ def test_a_failing_batch_fails_its_requests_cleanly_and_the_worker_goes_on(engin
             raise RuntimeError("simulated device fault")
         return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "run", flaky)
+    monkeypatch.setattr(engine, "steps", flaky)
     with pytest.raises(EngineUnavailableError, match="simulated device fault"):
         asyncio.run(scheduler.submit(chat(PROMPTS[0], mode="ar", max_new_tokens=4)))
     assert asyncio.run(scheduler.submit(chat(PROMPTS[0], mode="ar", max_new_tokens=4))).token_ids
