@@ -27,8 +27,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Generator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Generator
+from dataclasses import dataclass, field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
@@ -56,6 +56,8 @@ class SchedulerStats:
     failed: int = 0
     batches: int = 0  # batches started (one runs per mode at a time)
     admitted_mid_batch: int = 0  # requests that joined a running batch
+    steps: dict[str, int] = field(default_factory=dict)  # mode -> decode steps taken (engines.stepping)
+    decode_s: dict[str, float] = field(default_factory=dict)  # mode -> seconds its steps took: each mode's share of the replica
 
 
 class Scheduler:
@@ -66,6 +68,9 @@ class Scheduler:
         self._pending: deque[tuple[tuple, Row]] = deque()
         self._cv = threading.Condition()
         self._batches: dict[str, Batch] = {}  # mode -> its running batch
+        # called from the worker after every step with (the batch, every running batch's used time
+        # when it was picked, the step's seconds): tests check the fairness rule with it
+        self.on_step: Callable[[Batch, dict[str, float], float], None] | None = None
         self._closed = False
         self._worker = threading.Thread(target=self._work, name="tandem-scheduler", daemon=True)
         self._worker.start()
@@ -144,7 +149,7 @@ class Scheduler:
                 running=sum(b.running() for b in self._batches.values()),
                 capacity=self.config.max_batch_size,
                 max_queue=self.config.max_queue,
-                stats=dict(vars(self.stats)),
+                stats={k: dict(v) if isinstance(v, dict) else v for k, v in vars(self.stats).items()},  # copies: the worker updates them
             )
 
     def close(self) -> None:
@@ -212,12 +217,19 @@ class Scheduler:
                 for batch in [] if self._closed else self._start_batches():  # closing: the running batches finish
                     batch.steps = self._open(batch)
                 batch = pick(list(self._batches.values()))
+                clocks = {mode: b.used_s for mode, b in self._batches.items()}
             began = time.perf_counter()
             going = self._step(batch)
-            batch.used_s += time.perf_counter() - began
-            if not going:
-                with self._cv:
-                    del self._batches[batch.key[0]]
+            seconds = time.perf_counter() - began
+            batch.used_s += seconds
+            mode = batch.key[0]
+            with self._cv:
+                self.stats.steps[mode] = self.stats.steps.get(mode, 0) + 1
+                self.stats.decode_s[mode] = round(self.stats.decode_s.get(mode, 0.0) + seconds, 6)
+                if not going:
+                    del self._batches[mode]
+            if self.on_step is not None:
+                self.on_step(batch, clocks, seconds)
 
     def _open(self, batch: Batch):
         """The batch's decode loop (engines.stepping); None when it cannot start (its rows fail at its first step)."""
