@@ -39,7 +39,7 @@ def start_layouts(checkpoint: str | None, engine: dict, num_cpus: int = 4) -> tu
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     for name, value in (BUSY_MACHINE_SERVE_TIMEOUTS | WORKER_PRIORITY).items():
         os.environ.setdefault(name, value)
-    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)  # its own cluster
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port, **HTTP_LIMITS})
     urls = {}
@@ -68,7 +68,7 @@ def start_layouts(checkpoint: str | None, engine: dict, num_cpus: int = 4) -> tu
 
 
 async def mixed(url: str, pairs: list[tuple[object, str]], concurrency: int, max_tokens: int) -> dict[str, list[float]]:
-    """Send every (item, mode) at `concurrency`; returns {mode: latencies in ms}, {mode: errors}."""
+    """Send every (item, mode) at `concurrency`; returns {"ms": {mode: latencies}, "errors": {mode: n}, "requests_per_s"}."""
     sem = asyncio.Semaphore(concurrency)
     ms: dict[str, list[float]] = {m: [] for m in MODES}
     errors: dict[str, int] = {m: 0 for m in MODES}
@@ -84,8 +84,9 @@ async def mixed(url: str, pairs: list[tuple[object, str]], concurrency: int, max
                     return
                 ms[mode].append((time.perf_counter() - t0) * 1000)
 
+        t0 = time.perf_counter()
         await asyncio.gather(*(one(item, mode) for item, mode in pairs))
-    return {"ms": ms, "errors": errors}
+    return {"ms": ms, "errors": errors, "requests_per_s": len(pairs) / (time.perf_counter() - t0)}
 
 
 def p99(values: list[float]) -> float:
@@ -126,6 +127,7 @@ def main(args) -> int:
                        "alone_p99_ms": {m: p99(alone[m]["ms"][m]) for m in MODES}, "mixed_p99_ms": {m: p99(together["ms"][m]) for m in MODES},
                        "alone_p50_ms": {m: statistics.median(alone[m]["ms"][m]) for m in MODES},
                        "mixed_p50_ms": {m: statistics.median(together["ms"][m]) for m in MODES},
+                       "mixed_requests_per_s": together["requests_per_s"],
                        "errors": sum(together["errors"].values()) + sum(sum(a["errors"].values()) for a in alone.values())}
                 mixes.append(rec)
                 print(f"  round {round_ + 1} {layout:6s} mixed c={c}: " + ", ".join(
@@ -165,6 +167,8 @@ def print_tables(single: list[dict], mixes: list[dict], args) -> None:
                 a, m = med([r["alone_p99_ms"][mode] for r in rs]), med([r["mixed_p99_ms"][mode] for r in rs])
                 a50, m50 = med([r["alone_p50_ms"][mode] for r in rs]), med([r["mixed_p50_ms"][mode] for r in rs])
                 print(f"| {layout} | {mode} | {a50:.0f} | {m50:.0f} | {a:.0f} | {m:.0f} | {m / a:.2f}x | {sum(r['errors'] for r in rs)} |")
+        print("\nmixed load throughput: " + ", ".join(
+            f"{layout} {med([r['mixed_requests_per_s'] for r in mixes if r['layout'] == layout]):.2f} req/s" for layout in LAYOUTS))
 
 
 def register(bench_commands) -> None:
