@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 LAYOUTS = ("split", "shared")
+ADMIN_TOKEN = "bench-layouts-" + os.urandom(8).hex()
 MODES = ("block", "verified", "ar")
 
 
@@ -37,6 +38,7 @@ def start_layouts(checkpoint: str | None, engine: dict, num_cpus: int = 4) -> tu
     from router.app import application
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("TANDEM_ADMIN_TOKEN", ADMIN_TOKEN)  # the replicas read it at start: engine_memory() asks /admin/stats
     for name, value in (BUSY_MACHINE_SERVE_TIMEOUTS | WORKER_PRIORITY).items():
         os.environ.setdefault(name, value)
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)  # its own cluster
@@ -89,6 +91,16 @@ async def mixed(url: str, pairs: list[tuple[object, str]], concurrency: int, max
     return {"ms": ms, "errors": errors, "requests_per_s": len(pairs) / (time.perf_counter() - t0)}
 
 
+def engine_memory(url: str) -> dict[str, float | None]:
+    """Resident memory (MiB) of each engine deployment's replica, from /admin/stats."""
+    token = os.environ.get("TANDEM_ADMIN_TOKEN", ADMIN_TOKEN)
+    try:
+        engines = httpx.get(f"{url}/admin/stats", headers={"Authorization": f"Bearer {token}"}, timeout=10).json()["engines"]
+    except (httpx.HTTPError, KeyError, ValueError):
+        return {}
+    return {e["deployment"]: e.get("rss_mb") for e in engines.values() if "deployment" in e}
+
+
 def p99(values: list[float]) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(0.99 * len(values)))] if values else float("nan")
@@ -132,12 +144,17 @@ def main(args) -> int:
                 mixes.append(rec)
                 print(f"  round {round_ + 1} {layout:6s} mixed c={c}: " + ", ".join(
                     f"{m} p99 {rec['mixed_p99_ms'][m]:.0f} / alone {rec['alone_p99_ms'][m]:.0f} ms" for m in MODES), flush=True)
+        memory = {layout: engine_memory(url) for layout, url in urls.items()}
     finally:
         stop()
     print_tables(single, mixes, args)
+    print("\nengine replicas' resident memory: " + "; ".join(
+        f"{layout}: " + ", ".join(f"{d} {mb} MiB" for d, mb in m.items()) + f" (sum {sum(mb or 0 for mb in m.values()):.0f} MiB)"
+        for layout, m in memory.items()))
     if args.json:
         Path(args.json).write_text(json.dumps({"workload": args.workload, "n_per_family": args.n, "max_tokens": args.max_tokens,
-                                               "repeat": args.repeat, "single": single, "mixed": mixes}, indent=2))
+                                               "repeat": args.repeat, "single": single, "mixed": mixes,
+                                               "engine_rss_mb": memory}, indent=2))
         print(f"wrote {args.json}")
     return 0
 
