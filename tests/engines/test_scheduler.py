@@ -2,6 +2,7 @@
 and still decode exactly as they would alone; full queues, cancellation and failures are clean."""
 
 import asyncio
+import threading
 
 import pytest
 
@@ -25,17 +26,23 @@ async def wait_load(scheduler, predicate, timeout_s: float = 60.0) -> None:
 
 
 async def queued_behind_another_batch(scheduler, requests, mode):
-    """Submits `requests` while a long request of another mode holds the worker, so all of them
-    wait together; then cancels that one. Its batch ends at its next step, the worker starts a
-    batch with the first `max_batch_size` of them, and the rest can only join it mid-batch, as
-    the shortest running rows finish, whatever the machine's speed."""
+    """Submits `requests` while the worker is held after a step of a long request of another mode
+    (its on_step hook waits on a gate: each mode gets its own batch at once otherwise), so all of
+    them wait together; then cancels that one and opens the gate. The worker starts a batch with
+    the first `max_batch_size` of them, the holder's batch ends at its canvas or token boundary,
+    and the rest can only join the new batch mid-batch, as its shortest rows finish, whatever the
+    machine's speed."""
     other = "block" if mode == "ar" else "ar"
+    gate = threading.Event()
+    scheduler.on_step = lambda *_: gate.wait()
     holder = asyncio.ensure_future(scheduler.submit(chat(PROMPTS[7], mode=other, max_new_tokens=3000, stop_token_ids=[])))
     await wait_load(scheduler, lambda x: x.running == 1)
     tasks = [asyncio.ensure_future(scheduler.submit(r)) for r in requests]
     await wait_load(scheduler, lambda x: x.queued == len(requests))
     holder.cancel()
     await asyncio.gather(holder, return_exceptions=True)
+    scheduler.on_step = None
+    gate.set()
     return await asyncio.gather(*tasks)
 
 
