@@ -45,6 +45,11 @@ class SchedulerConfig:
     max_queue: int = MAX_QUEUE  # waiting requests beyond the running batch; more are refused with 429
     max_wait_s: float = MAX_WAIT_S  # how long an incompatible request may wait before batches stop admitting
     retry_after_s: float = 1.0  # Retry-After sent with a 429
+    # Interleave the modes' batches step by step (None: unless the engine replays CUDA graphs, whose
+    # outputs the next replay of the same graph overwrites while a suspended batch still holds
+    # them; untested on a GPU). False: one batch at a time, and a batch stops admitting once a
+    # request it cannot take has waited max_wait_s (the scheduler before interleaving).
+    interleave: bool | None = None
 
 
 @dataclass
@@ -71,6 +76,7 @@ class Scheduler:
         # called from the worker after every step with (the batch, every running batch's used time
         # when it was picked, the step's seconds): tests check the fairness rule with it
         self.on_step: Callable[[Batch, dict[str, float], float], None] | None = None
+        self.interleave = self.config.interleave if self.config.interleave is not None else not replays_cuda_graphs(engine)
         self._closed = False
         self._worker = threading.Thread(target=self._work, name="tandem-scheduler", daemon=True)
         self._worker.start()
@@ -185,8 +191,8 @@ class Scheduler:
             batch.rows = [r for r in batch.rows if r.finish_reason is None and r.error is None]
             if free <= 0 or not self._pending:
                 return []
-            mode = batch.key[0]
-            oldest = next(((k, r) for k, r in self._pending if k[0] == mode), None)
+            mode = batch.key[0]  # interleaving, only a request of its own mode waits for this batch to drain
+            oldest = next(((k, r) for k, r in self._pending if k[0] == mode or not self.interleave), None)
             if oldest is not None and oldest[0] != batch.key and time.perf_counter() - oldest[1].started > self.config.max_wait_s:
                 return []  # let the batch drain so that its mode's waiting group starts
             rows = self._take(batch.key, free)
@@ -198,6 +204,8 @@ class Scheduler:
         """A batch for every mode with waiting requests and no running batch (caller holds the lock)."""
         started = []
         while True:
+            if self._batches and not self.interleave:
+                return started
             key = next((k for k, _ in self._pending if k[0] not in self._batches), None)
             if key is None:
                 return started
@@ -271,6 +279,11 @@ class Batch:
 
     def running(self) -> int:
         return sum(1 for r in self.rows if r.finish_reason is None and r.error is None)
+
+
+def replays_cuda_graphs(engine) -> bool:
+    """Whether the engine's compiled calls replay CUDA graphs (engines.compiled: reduce-overhead on CUDA)."""
+    return bool(getattr(engine, "compiled", False)) and engine.model.device.type == "cuda"
 
 
 def pick(batches: list[Batch]) -> Batch:

@@ -166,3 +166,21 @@ def test_a_prompt_head_prefilled_for_one_mode_serves_the_others(tiny_checkpoint,
     for result, mode in zip(warm, ("ar", "verified")):
         assert result.stats.prefix_tokens_reused == head, mode
         assert result.token_ids == plain.generate(turn(mode)).token_ids, mode
+
+
+def test_without_interleaving_one_batch_runs_at_a_time(engine):
+    """SchedulerConfig(interleave=False), what an engine replaying CUDA graphs gets: the scheduler
+    before interleaving, a request of another mode waits for the running batch to end."""
+    s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, interleave=False))
+    modes: list[str] = []
+    s.on_step = lambda batch, clocks, seconds: modes.append(batch.key[0])
+    try:
+        async def run():
+            first = asyncio.ensure_future(s.submit(long("ar", tokens=60)))
+            assert await until(lambda: s.load().running == 1)
+            return await asyncio.gather(first, s.submit(short("block")))
+
+        asyncio.run(run())
+    finally:
+        s.close()
+    assert modes == sorted(modes, key=lambda m: m != "ar"), "the modes' steps interleaved"
