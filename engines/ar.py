@@ -15,6 +15,7 @@ from engines.canvas import context_length
 from engines.lookup import ar_pass
 from engines.rows import Admit, Row, retire
 from engines.sampling import choose_tokens
+from engines.stepping import Steps, drain
 
 
 def next_tokens(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
@@ -37,11 +38,17 @@ def choose(row: Row, logits: torch.Tensor, ahead: int = 0) -> torch.Tensor:
     return token if kept == int(token[0]) else torch.tensor([kept], dtype=token.dtype, device=token.device)
 
 
-@torch.inference_mode()
 def decode_ar(model, rows: list[Row], pad_id: int, admit: Admit | None = None, max_batch: int = 0, lookup: bool = True) -> None:
     """Decode `rows` (and whatever `admit` hands over between steps, up to `max_batch` rows);
     `lookup`: greedy rows check prompt-lookup guesses in their steps (`engines.lookup`)."""
+    drain(ar_steps(model, rows, pad_id, admit, max_batch, lookup))
+
+
+@torch.inference_mode()
+def ar_steps(model, rows: list[Row], pad_id: int, admit: Admit | None = None, max_batch: int = 0, lookup: bool = True) -> Steps[None]:
+    """`decode_ar` one step at a time (engines.stepping): a token for every row, or a prefill."""
     batch, logits = prefill(model, rows, pad_id, logits="last")  # logits (B, V)
+    yield
     live, context = list(rows), context_length(model)
     while True:
         tokens = next_tokens(live, logits[:, None])[:, 0]  # (B,)
@@ -57,11 +64,13 @@ def decode_ar(model, rows: list[Row], pad_id: int, admit: Admit | None = None, m
                 logits = batch.encode(tokens[keep_t][:, None], logits="last")
                 for r in live:
                     r.stats.encoder_calls += 1
+            yield
         else:
             live = []
         joining = admit(max_batch - len(live)) if admit else []
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
+            yield
             if live:
                 batch.merge(new_batch)
                 logits, live = torch.cat([logits, new_logits]), live + joining

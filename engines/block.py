@@ -36,9 +36,9 @@ from engines.compiled import step_function
 from engines.prefill import prefill
 from engines.rows import Admit, Row, retire
 from engines.sampling import RowSeededEntropyBoundSampler, schedule_temperature
+from engines.stepping import Steps, drain
 
 
-@torch.inference_mode()
 def denoise_canvas(
     batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams, greedy: bool = False,
     abandon_above: float | None = None,
@@ -48,6 +48,15 @@ def denoise_canvas(
     step's mean entropy over the canvas's first PROBE_POSITIONS exceeds it (nats) stops there.
     Returns the argmax canvas (B, C), the denoising steps each row took (B,) and which rows were
     abandoned (B,)."""
+    return drain(denoise_canvas_steps(batch, generators, params, greedy, abandon_above))
+
+
+@torch.inference_mode()
+def denoise_canvas_steps(
+    batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams, greedy: bool = False,
+    abandon_above: float | None = None,
+) -> Steps[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """`denoise_canvas`, yielding after every denoising pass (engines.stepping)."""
     B, C, device = batch.size, params.canvas, batch.mask.device
     vocab = batch.model.config.text_config.vocab_size
     sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators, greedy)
@@ -83,6 +92,7 @@ def denoise_canvas(
         del logits  # before the next step's logits exist
         if flags.read(done, step, remaining) and flags.all_stopped:
             break
+        yield  # between denoising passes: another batch may step (the canvas's state waits in these locals)
     return argmax, steps, abandoned
 
 
@@ -115,11 +125,11 @@ def room_left(batch: SequenceBatch, context: int) -> int:
     return context - int(batch.lengths()[0])
 
 
-def denoise_and_retire(batch: SequenceBatch, live: list[Row], params: BlockParams) -> tuple[torch.Tensor, list[int]]:
-    """Denoise one canvas for every row, count it, hand the rows their tokens.
-    Returns the canvas (B, C) and the indices of the rows that stay."""
+def denoise_and_retire(batch: SequenceBatch, live: list[Row], params: BlockParams) -> Steps[tuple[torch.Tensor, list[int]]]:
+    """Denoise one canvas for every row, count it, hand the rows their tokens (a generator: one
+    step per denoising pass). Returns the canvas (B, C) and the indices of the rows that stay."""
     began = time.time_ns()
-    canvas, steps, _ = denoise_canvas(batch, [r.generator for r in live], params)  # (B, C), (B,)
+    canvas, steps, _ = yield from denoise_canvas_steps(batch, [r.generator for r in live], params)  # (B, C), (B,)
     ended = time.time_ns()
     for j, row in enumerate(live):
         row.stats.decoder_calls += int(steps[j])
@@ -128,11 +138,17 @@ def denoise_and_retire(batch: SequenceBatch, live: list[Row], params: BlockParam
     return canvas, retire(live, canvas.tolist())
 
 
-@torch.inference_mode()
 def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> None:
     """Decode `rows` to completion in block mode; newcomers from `admit` join at canvas boundaries."""
+    drain(block_steps(model, rows, params, pad_id, admit, max_batch))
+
+
+@torch.inference_mode()
+def block_steps(model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> Steps[None]:
+    """`decode_block` one step at a time (engines.stepping): a denoising pass, a commit, a prefill."""
     context = context_length(model)
     batch, _ = prefill(model, rows, pad_id, logits="none")
+    yield
     live = list(rows)
     while True:
         stay, alone = split_near_the_end(batch, params.canvas, context)
@@ -140,12 +156,12 @@ def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int, admit
             # Its last canvas, sized down to the positions it has left: validate() let in only
             # prompt + max_new_tokens <= context, so that room holds every token it still needs.
             row = live[j]
-            denoise_and_retire(own, [row], replace(params, canvas=room_left(own, context)))
+            yield from denoise_and_retire(own, [row], replace(params, canvas=room_left(own, context)))
             assert row.leaving, f"a last canvas left {row.request.max_new_tokens - len(row.output)} tokens to write"
         live = [live[j] for j in stay]
         keep = []
         if live:
-            canvas, keep = denoise_and_retire(batch, live, params)
+            canvas, keep = yield from denoise_and_retire(batch, live, params)
         if keep:
             keep_t = torch.tensor(keep, device=model.device)
             batch.select(keep_t)
@@ -153,9 +169,11 @@ def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int, admit
             batch.encode(canvas[keep_t], logits="none")  # commit: the canvas becomes context for the next
             for row in live:
                 row.stats.encoder_calls += 1
+            yield
         joining = admit(max_batch - len(keep)) if admit else []
         if joining:
             new_batch, _ = prefill(model, joining, pad_id, logits="none")
+            yield
             if keep:
                 batch.merge(new_batch)
                 live += joining

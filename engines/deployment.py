@@ -2,7 +2,9 @@
 
 One replica = one model in memory + one `Scheduler`. The same class serves as `BlockEngine`
 (block and verified mode: verification rides on the commit pass of the same weights) and as
-`AREngine`; `modes` says which requests a replica takes.
+`AREngine` in the split layout, and as `SharedEngine` (every mode from one copy of the weights,
+the scheduler interleaving the modes' batches step by step) in the shared one
+(router.decision.layouts); `modes` says which requests a replica takes.
 
 Errors cross the handle boundary as values (a `TandemError` returned, not raised), so that
 their status, code and Retry-After reach the gateway intact rather than wrapped in Ray's

@@ -24,11 +24,11 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
-from engines.ar import decode_ar
+from engines.ar import ar_steps
 from engines.constraint import GrammarTokenizer
 from engines.compiled import compile_model
 from engines.cost import CostProfile
-from engines.block import decode_block
+from engines.block import block_steps
 from engines.canvas import BlockParams
 from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
@@ -39,7 +39,8 @@ from engines.sampling import make_generator
 from engines.seeded import Seeder, decode_seeded
 from engines.types import MODES, GenerationRequest, GenerationResult
 from engines.drafting import DraftCosts
-from engines.verified import decode_verified
+from engines.stepping import Steps, drain
+from engines.verified import verified_steps
 
 
 class DiffusionEngine:
@@ -239,17 +240,26 @@ class DiffusionEngine:
 
     def run(self, rows: list[Row], mode: str, params: BlockParams | None, admit=None, max_batch: int = 0) -> None:
         """Decode one compatible group of rows; `admit` lets newcomers join between steps (the scheduler)."""
+        drain(self.steps(rows, mode, params, admit, max_batch))
+
+    def steps(self, rows: list[Row], mode: str, params: BlockParams | None, admit=None, max_batch: int = 0) -> Steps[None]:
+        """`run` one step at a time (engines.stepping): the scheduler interleaves the modes' batches."""
         if mode == "ar":
-            decode_ar(self.model, rows, self.pad_id, admit, max_batch, self.lookup)
-        elif mode == "block" and params.seeded:
-            unfinished = decode_seeded(self.model, rows, params, self.pad_id, self.seeder)
-            if unfinished:  # what the canvases could not finish under the grammar, constrained AR does
-                decode_ar(self.model, unfinished, self.pad_id, lookup=self.lookup)
-        elif mode == "block":
-            decode_block(self.model, rows, params, self.pad_id, admit, max_batch)
-        else:
-            decode_verified(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None, self.draft_costs,
-                            self.sure_entropy, self.lookup)
+            return ar_steps(self.model, rows, self.pad_id, admit, max_batch, self.lookup)
+        if mode == "block" and params.seeded:
+            return self._seeded_steps(rows, params)
+        if mode == "block":
+            return block_steps(self.model, rows, params, self.pad_id, admit, max_batch)
+        return verified_steps(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None,
+                              self.draft_costs, self.sure_entropy, self.lookup)
+
+    def _seeded_steps(self, rows: list[Row], params: BlockParams) -> Steps[None]:
+        """Seeded block rows: their canvases as one step (a few passes; newcomers wait for the next
+        batch), then what they could not finish under the grammar, by constrained AR steps."""
+        unfinished = decode_seeded(self.model, rows, params, self.pad_id, self.seeder)
+        if unfinished:
+            yield
+            yield from ar_steps(self.model, unfinished, self.pad_id, lookup=self.lookup)
 
     def warm_up(self, modes: tuple[str, ...] = MODES) -> float:
         """Decode a short request in each of `modes`, alone and two at a time: a compiled engine compiles

@@ -1,13 +1,21 @@
-"""Per-replica scheduler: step-level batching of concurrent requests over one engine.
+"""Per-replica scheduler: step-level batching of concurrent requests over one engine, the modes'
+batches interleaved step by step on one copy of the weights.
 
 - `submit(request)` and `stream(request)` validate at once, in a thread off the event loop (bad
   input raises 400 before it queues; engines.prompt_bounds bounds what a long prompt costs), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
-- One worker thread decodes. It takes the oldest waiting request and every compatible waiting
-  one (same mode and denoising settings) up to `max_batch_size`, and runs them as one batch.
-  Between steps (AR: every token; block: every canvas; verified: every round) the running batch
-  admits compatible newcomers into free slots; finished rows leave at once.
-- Fairness: a batch stops admitting once an incompatible request has waited `max_wait_s`, so the
-  worker moves on to it when the batch drains.
+- One worker thread decodes. Each mode with work has one running batch: the oldest waiting request
+  of that mode and every compatible waiting one (same mode and denoising settings) up to
+  `max_batch_size`. Between steps (AR: every token; block: every denoising pass and commit;
+  verified: every round or AR step; engines.stepping) a running batch admits compatible newcomers
+  into free slots at its own loop's joining points; finished rows leave at once.
+- Fairness between modes (`pick`): the worker steps the running batch that has used the least
+  decode time since it started, one step at a time; a batch starts at the least time of those
+  running, so it neither jumps ahead of them nor waits for them to catch up. Modes with work share
+  the decode thread's time equally, whatever their steps cost: between two steps of a batch whose
+  last step took d, each other running batch runs at most d plus one step of its own. A stream of
+  canvases never holds AR's tokens back, nor the reverse.
+- Fairness within a mode: a batch stops admitting once a request of its mode with other settings
+  has waited `max_wait_s`, so it drains and that request's batch starts.
 - A client that goes away (its await is cancelled) marks its row cancelled; the batch drops it
   at its next step, or it leaves the queue at once.
 """
@@ -19,8 +27,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Generator
+from dataclasses import dataclass, field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
@@ -37,6 +45,11 @@ class SchedulerConfig:
     max_queue: int = MAX_QUEUE  # waiting requests beyond the running batch; more are refused with 429
     max_wait_s: float = MAX_WAIT_S  # how long an incompatible request may wait before batches stop admitting
     retry_after_s: float = 1.0  # Retry-After sent with a 429
+    # Interleave the modes' batches step by step (None: unless the engine replays CUDA graphs, whose
+    # outputs the next replay of the same graph overwrites while a suspended batch still holds
+    # them; untested on a GPU). False: one batch at a time, and a batch stops admitting once a
+    # request it cannot take has waited max_wait_s (the scheduler before interleaving).
+    interleave: bool | None = None
 
 
 @dataclass
@@ -46,8 +59,10 @@ class SchedulerStats:
     rejected: int = 0  # queue full
     cancelled: int = 0
     failed: int = 0
-    batches: int = 0  # worker sessions started
+    batches: int = 0  # batches started (one runs per mode at a time)
     admitted_mid_batch: int = 0  # requests that joined a running batch
+    steps: dict[str, int] = field(default_factory=dict)  # mode -> decode steps taken (engines.stepping)
+    decode_s: dict[str, float] = field(default_factory=dict)  # mode -> seconds its steps took: each mode's share of the replica
 
 
 class Scheduler:
@@ -57,7 +72,11 @@ class Scheduler:
         self.stats = SchedulerStats()
         self._pending: deque[tuple[tuple, Row]] = deque()
         self._cv = threading.Condition()
-        self._running: list[Row] = []
+        self._batches: dict[str, Batch] = {}  # mode -> its running batch
+        # called from the worker after every step with (the batch, every running batch's used time
+        # when it was picked, the step's seconds): tests check the fairness rule with it
+        self.on_step: Callable[[Batch, dict[str, float], float], None] | None = None
+        self.interleave = self.config.interleave if self.config.interleave is not None else not replays_cuda_graphs(engine)
         self._closed = False
         self._worker = threading.Thread(target=self._work, name="tandem-scheduler", daemon=True)
         self._worker.start()
@@ -129,14 +148,14 @@ class Scheduler:
             self.stats.cancelled += 1
 
     def load(self) -> EngineLoad:
-        """Queue depth and running rows, for load-aware routing and /admin/stats."""
+        """Queue depth and running rows (every mode's batch), for load-aware routing and /admin/stats."""
         with self._cv:
             return EngineLoad(
                 queued=len(self._pending),
-                running=sum(1 for r in self._running if r.finish_reason is None and r.error is None),
+                running=sum(b.running() for b in self._batches.values()),
                 capacity=self.config.max_batch_size,
                 max_queue=self.config.max_queue,
-                stats=dict(vars(self.stats)),
+                stats={k: dict(v) if isinstance(v, dict) else v for k, v in vars(self.stats).items()},  # copies: the worker updates them
             )
 
     def close(self) -> None:
@@ -165,44 +184,111 @@ class Scheduler:
             elif not row.cancelled:
                 self.stats.completed += 1
 
-    def _admit(self, key: tuple, free: int) -> list[Row]:
+    def _admit(self, batch: Batch, free: int) -> list[Row]:
         with self._cv:
-            # Between steps: rows that left the batch stop counting as running (a batch session can
-            # run for as long as newcomers keep joining, so waiting for its end would overcount).
-            self._running = [r for r in self._running if r.finish_reason is None and r.error is None]
+            # Between steps: rows that left the batch stop counting as running (a batch can run for
+            # as long as newcomers keep joining, so waiting for its end would overcount).
+            batch.rows = [r for r in batch.rows if r.finish_reason is None and r.error is None]
             if free <= 0 or not self._pending:
                 return []
-            oldest_key, oldest = self._pending[0]
-            if oldest_key != key and time.perf_counter() - oldest.started > self.config.max_wait_s:
-                return []  # let the batch drain so the worker can turn to the waiting group
-            rows = self._take(key, free)
-            self._running += rows
+            mode = batch.key[0]  # interleaving, only a request of its own mode waits for this batch to drain
+            oldest = next(((k, r) for k, r in self._pending if k[0] == mode or not self.interleave), None)
+            if oldest is not None and oldest[0] != batch.key and time.perf_counter() - oldest[1].started > self.config.max_wait_s:
+                return []  # let the batch drain so that its mode's waiting group starts
+            rows = self._take(batch.key, free)
+            batch.rows += rows
             self.stats.admitted_mid_batch += len(rows)
             return rows
+
+    def _start_batches(self) -> list[Batch]:
+        """A batch for every mode with waiting requests and no running batch (caller holds the lock)."""
+        started = []
+        while True:
+            if self._batches and not self.interleave:
+                return started
+            key = next((k for k, _ in self._pending if k[0] not in self._batches), None)
+            if key is None:
+                return started
+            rows = self._take(key, self.config.max_batch_size)
+            clock = min((b.used_s for b in self._batches.values()), default=0.0)
+            batch = self._batches[key[0]] = Batch(key, rows, used_s=clock)
+            self.stats.batches += 1
+            started.append(batch)
 
     def _work(self) -> None:
         while True:
             with self._cv:
-                while not self._pending and not self._closed:
+                while not self._pending and not self._batches and not self._closed:
                     self._cv.wait()
-                if self._closed:
+                if self._closed and not self._batches:
                     return
-                key, first = self._pending.popleft()
-                self._running = [first] + self._take(key, self.config.max_batch_size - 1)
-                group = list(self._running)
-                self.stats.batches += 1
-            mode, params = key
-            try:
-                self.engine.run(group, mode, params, admit=lambda n: self._admit(key, n), max_batch=self.config.max_batch_size)
-            except Exception as exc:  # a failed batch fails its rows cleanly; the worker goes on
-                log.exception("decode batch failed")
-                with self._cv:
-                    unfinished = [r for r in self._running if r.finish_reason is None and r.error is None]
-                for row in unfinished:
-                    row.error = EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}: {exc}")
-                    row.close()
+                for batch in [] if self._closed else self._start_batches():  # closing: the running batches finish
+                    batch.steps = self._open(batch)
+                batch = pick(list(self._batches.values()))
+                clocks = {mode: b.used_s for mode, b in self._batches.items()}
+            began = time.perf_counter()
+            going = self._step(batch)
+            seconds = time.perf_counter() - began
+            batch.used_s += seconds
+            mode = batch.key[0]
             with self._cv:
-                self._running = []
+                self.stats.steps[mode] = self.stats.steps.get(mode, 0) + 1
+                self.stats.decode_s[mode] = round(self.stats.decode_s.get(mode, 0.0) + seconds, 6)
+                if not going:
+                    del self._batches[mode]
+            if self.on_step is not None:
+                self.on_step(batch, clocks, seconds)
+
+    def _open(self, batch: Batch):
+        """The batch's decode loop (engines.stepping); None when it cannot start (its rows fail at its first step)."""
+        mode, params = batch.key
+        try:
+            return self.engine.steps(list(batch.rows), mode, params, admit=lambda n: self._admit(batch, n), max_batch=self.config.max_batch_size)
+        except Exception as exc:
+            batch.failure = exc
+            return None
+
+    def _step(self, batch: Batch) -> bool:
+        """One step of `batch`; False when its loop ended (its rows all left) or failed."""
+        try:
+            if batch.steps is None:
+                raise batch.failure
+            next(batch.steps)
+            return True
+        except StopIteration:
+            return False
+        except Exception as exc:  # a failed batch fails its rows cleanly; the worker and the other batches go on
+            log.exception("decode batch failed")
+            with self._cv:
+                unfinished = [r for r in batch.rows if r.finish_reason is None and r.error is None]
+            for row in unfinished:
+                row.error = EngineUnavailableError(f"the {batch.key[0]} engine failed: {type(exc).__name__}: {exc}")
+                row.close()
+            return False
+
+
+@dataclass
+class Batch:
+    """One mode's running batch: its decode loop and what the fairness rule counts."""
+
+    key: tuple  # (mode, denoising settings): the requests it admits
+    rows: list[Row]  # its rows that may still be decoding (refreshed between steps)
+    steps: Generator[None, None, None] | None = None  # its decode loop (engines.stepping); None: it failed to start
+    used_s: float = 0.0  # decode time its steps took, from the least of the running batches' when it started
+    failure: BaseException | None = None  # why its loop could not start
+
+    def running(self) -> int:
+        return sum(1 for r in self.rows if r.finish_reason is None and r.error is None)
+
+
+def replays_cuda_graphs(engine) -> bool:
+    """Whether the engine's compiled calls replay CUDA graphs (engines.compiled: reduce-overhead on CUDA)."""
+    return bool(getattr(engine, "compiled", False)) and engine.model.device.type == "cuda"
+
+
+def pick(batches: list[Batch]) -> Batch:
+    """The fairness rule: the batch that has used the least decode time steps next (ties: the one started first)."""
+    return min(batches, key=lambda b: b.used_s)
 
 
 def _settle(future: asyncio.Future, row: Row) -> None:

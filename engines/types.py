@@ -10,8 +10,11 @@ from engines.defaults import DEFAULT_MAX_TOKENS
 
 Mode = Literal["block", "verified", "ar"]  # how a request is decoded
 MODES: tuple[Mode, ...] = ("block", "verified", "ar")
-Engine = Literal["block", "ar"]  # the deployment that serves a mode: BlockEngine or AREngine
-ENGINE_OF_MODE: dict[Mode, Engine] = {"block": "block", "verified": "block", "ar": "ar"}  # verified rides on the block engine
+# The kind of engine work a mode is priced by in the cost profile (engines.cost): canvases or AR
+# tokens; verified rides on the block engine's. The split layout names its deployments after them;
+# which deployment serves a mode is the app's layout's to say (router.decision.layouts).
+Engine = Literal["block", "ar"]
+ENGINE_OF_MODE: dict[Mode, Engine] = {"block": "block", "verified": "block", "ar": "ar"}
 FinishReason = Literal["stop", "length", "cancelled"]
 
 

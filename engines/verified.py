@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from engines.ar import decode_ar, next_tokens
+from engines.ar import ar_steps, next_tokens
 from engines.choices import ar_choices
 from engines.batch import SequenceBatch
 from engines.prefill import prefill
@@ -44,6 +44,7 @@ from engines.logits import token_entropy
 from engines.lookup import ar_pass, encode_checked
 from engines.sampling import GREEDY_BELOW
 from engines.rows import Admit, Row, retire
+from engines.stepping import Steps, drain
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
 REST_CHECKED = 16  # draft tokens past a mismatch checked in the AR token's pass: a wider pass costs more where the rest misses
@@ -296,7 +297,6 @@ def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCos
     return replace(params, canvas=canvas, steps=max(s for c, s in wanted if c == canvas))
 
 
-@torch.inference_mode()
 def decode_verified(
     model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
     costs: DraftCosts | None = None, sure_entropy: float | None = None, lookup: bool = True,
@@ -304,9 +304,19 @@ def decode_verified(
     """Decode `rows` in verified mode; newcomers from `admit` join between rounds. Rows with a
     skeleton (`seeder` given, params.seeded) draft one round as skeleton-seeded answers (the
     skeleton is accepted for free wherever the values before it were); AR finishes the rest."""
+    drain(verified_steps(model, rows, params, pad_id, admit, max_batch, seeder, costs, sure_entropy, lookup))
+
+
+@torch.inference_mode()
+def verified_steps(
+    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
+    costs: DraftCosts | None = None, sure_entropy: float | None = None, lookup: bool = True,
+) -> Steps[None]:
+    """`decode_verified` one step at a time (engines.stepping): a round, an AR step, a prefill."""
     context, largest, costs = context_length(model), model.config.canvas_length, costs or DraftCosts()
     sure_below = SURE_ENTROPY if sure_entropy is None else sure_entropy
     batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
+    yield
     if seeder is None:
         for row in rows:
             row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
@@ -317,14 +327,19 @@ def decode_verified(
         # the seeded draft left, constrained AR finishes (the same tokens, at AR's cost).
         verify_round(drafting, params, seeder)
         if drafting.live:
-            decode_ar(model, drafting.live, pad_id, lookup=lookup)
+            yield
+            yield from ar_steps(model, drafting.live, pad_id, lookup=lookup)
         return
     stepping = Rows(batch, [], drafting.predicted[:0], lookup)  # rows writing by AR steps: none yet
     while True:
         if any(int(t) in r.stop_ids for r, t in zip(drafting.live, drafting.predicted)):
             ar_step(drafting)  # a row's next token ends it: commit it (the others' next too) rather than draft
+            yield
         round_params = regroup(drafting, stepping, params, costs, context)
-        spent = verify_round(drafting, round_params, costs=costs) if round_params else 0.0
+        spent = 0.0
+        if round_params:
+            spent = verify_round(drafting, round_params, costs=costs)
+            yield
         # The AR batch takes about as long as the round did; alone, it runs until a row may draft
         # again (at most AR_STRETCH steps, so that newcomers get in).
         if round_params is None and stepping.live:
@@ -339,10 +354,12 @@ def decode_verified(
             if not stepping.live:
                 break
             ar_step(stepping)
+            yield
         running = len(drafting.live) + len(stepping.live)
         joining = admit(max_batch - running) if admit else []
         if joining:
             new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
+            yield
             for row in joining:
                 row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
             drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits), lookup))

@@ -2,7 +2,9 @@
 
 `serve_config.yaml` points here (`import_path: router.app:build_app`) and passes `args`; each
 deployment's replicas, `max_ongoing_requests`, `ray_actor_options` and autoscaling come from
-the config's `deployments` section, by name: `Gateway`, `BlockEngine`, `AREngine`.
+the config's `deployments` section, by name: `Gateway`, and by the `layout` argument either
+`BlockEngine` and `AREngine` (split: a copy of the weights each) or `SharedEngine` (shared: one copy
+serving every mode, its scheduler interleaving them step by step; router.decision.layouts).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, PREFIX_CACHE_TOKENS
+from engines.types import MODES
 from router.gateway.decisions_log import DecisionsLogSettings
 from router.gateway.responses_store import DEFAULT_TTL_S
 from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S
@@ -24,7 +27,8 @@ class EngineArgs(BaseModel):
     threads: int | None = Field(1, ge=1, description="torch intra-op threads per replica (null: torch's default).")
     max_batch_size: int = Field(MAX_BATCH_SIZE, ge=1, le=512, description="Requests decoded together per step.")
     max_queue: int = Field(MAX_QUEUE, ge=1, description="Waiting requests per replica before 429.")
-    max_wait_s: float = Field(MAX_WAIT_S, gt=0, description="How long an incompatible request waits before running batches stop admitting.")
+    max_wait_s: float = Field(MAX_WAIT_S, gt=0, description="How long a request waits for a running batch of its mode with other denoising "
+                                                             "settings before that batch stops admitting.")
     prefix_cache_tokens: int = Field(
         PREFIX_CACHE_TOKENS, ge=0, description="Prompt-head tokens whose KV each replica keeps for reuse (system prompt, tools, earlier turns); 0: off.")
     compile: Literal["off", "on", "auto"] = Field(
@@ -56,7 +60,11 @@ class AppArgs(BaseModel):
         120.0, gt=0, description="Longest a request waits for its engine(s), failover included, before a 503 (a stream: between two chunks).")
     probe_interval_s: float = Field(POLL_INTERVAL_S, gt=0, description="How often the gateway polls each engine's load and health.")
     probe_timeout_s: float = Field(PROBE_TIMEOUT_S, gt=0, description="A poll slower than this failed; a failed poll soon after a replica died marks its engine down.")
-    engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine replica settings, shared by BlockEngine and AREngine.")
+    layout: Literal["split", "shared"] = Field(
+        "split", description="Engine deployments: split (BlockEngine serves block and verified, AREngine AR: two copies of the weights, "
+                             "two modes decoding at once) or shared (one SharedEngine serves all three from one copy, interleaving "
+                             "the modes' batches step by step). router/decision/layouts.py; docs/operations.md says when to pick which.")
+    engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine replica settings, shared by every engine deployment.")
     responses_ttl_s: int = Field(
         DEFAULT_TTL_S, ge=0, description="How long the Responses API keeps each response's conversation in Redis for previous_response_id "
                                      "(seconds); 0 keeps none (previous_response_id is then a 400). Without Redis nothing is kept.")
@@ -85,11 +93,17 @@ def application(args: dict | None = None, gateway_replicas: int = 1):
     # Defaults sized for a laptop; serve_config.yaml's `deployments` section overrides them by name.
     # The gateway polls each engine's load twice a second: no access-log line per poll (errors still log).
     engine_options = {"ray_actor_options": {"num_cpus": 0.5}, "max_ongoing_requests": 128, "logging_config": {"enable_access_log": False}}
-    block = serve.deployment(EngineDeployment, name="BlockEngine", **engine_options).bind(a.checkpoint, modes=("block", "verified"), **engine_kwargs)
-    ar = serve.deployment(EngineDeployment, name="AREngine", **engine_options).bind(a.checkpoint, modes=("ar",), **engine_kwargs)
+    if a.layout == "shared":
+        engines = {"shared_engine": serve.deployment(EngineDeployment, name="SharedEngine", **engine_options).bind(
+            a.checkpoint, modes=MODES, **engine_kwargs)}
+        block = ar = None
+    else:
+        engines = {}
+        block = serve.deployment(EngineDeployment, name="BlockEngine", **engine_options).bind(a.checkpoint, modes=("block", "verified"), **engine_kwargs)
+        ar = serve.deployment(EngineDeployment, name="AREngine", **engine_options).bind(a.checkpoint, modes=("ar",), **engine_kwargs)
     gateway_options = {"ray_actor_options": {"num_cpus": 0.1}, "max_ongoing_requests": 512, "num_replicas": gateway_replicas}
     return serve.deployment(serve.ingress(api)(Gateway), name="Gateway", **gateway_options).bind(
-        block, ar, policy_source=a.policy_source, router_model=a.router_model, redis_url=a.redis_url, key_prefix=a.key_prefix,
+        block, ar, **engines, policy_source=a.policy_source, router_model=a.router_model, redis_url=a.redis_url, key_prefix=a.key_prefix,
         admin_token_env=a.admin_token_env, telemetry=a.telemetry, request_timeout_s=a.request_timeout_s,
         probe_interval_s=a.probe_interval_s, probe_timeout_s=a.probe_timeout_s, decisions_log=a.decisions_log.model_dump(),
         responses_ttl_s=a.responses_ttl_s,

@@ -85,7 +85,7 @@ class Admin:
 
 
 def kill_engine(admin: Admin, engine: str) -> Fault:
-    """SIGKILL one replica of `engine` ("ar" or "block"); repaired when a new one answers and the
+    """SIGKILL one replica of `engine` ("ar" or "block"; "shared" in the shared layout); repaired when a new one answers and the
     gateway counts the engine up again."""
     victim = {}
 
@@ -244,16 +244,21 @@ def main(args) -> int:
     def start():
         redis["proc"] = subprocess.Popen(redis_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    names = (args.faults or (SHARED_FAULTS if args.layout == "shared" else FAULTS)).split(",")
+    wrong = sorted(set(names) & (ENGINE_FAULTS["split"] | ENGINE_FAULTS["shared"]) - ENGINE_FAULTS[args.layout])
+    if wrong:
+        raise SystemExit(f"tandem: the {args.layout} layout has no engine {wrong}; its engines: {sorted(ENGINE_FAULTS[args.layout])}")
     deadline_s = 30.0
-    app = start_app({"policy_source": f"redis://127.0.0.1:{port}/0", "request_timeout_s": deadline_s,
+    app = start_app({"policy_source": f"redis://127.0.0.1:{port}/0", "request_timeout_s": deadline_s, "layout": args.layout,
                      "engine": {"threads": 1, "max_batch_size": 8, "max_queue": 64}}, new_cluster=True, ready_timeout_s=420,
                     gateway_replicas=args.gateway_replicas)
     try:
         admin = Admin(app.url, token)
         every = {"oversized": lambda: oversized_prompts(app.url, admin, hold_s=5.0 if args.short else 20.0),
-                 "ar": lambda: kill_engine(admin, "ar"), "block": lambda: kill_engine(admin, "block"), "gateway": lambda: kill_gateway(admin),
+                 "ar": lambda: kill_engine(admin, "ar"), "block": lambda: kill_engine(admin, "block"),
+                 "shared": lambda: kill_engine(admin, "shared"), "gateway": lambda: kill_gateway(admin),
                  "redis": lambda: stop_redis(admin, stop, start, hold_s=3.0 if args.short else 10.0)}
-        faults = [every[name]() for name in args.faults.split(",")]
+        faults = [every[name]() for name in names]
         settle = 2.0 if args.short else 20.0
         print(f"soak: {len(faults)} faults, concurrency {args.concurrency}, {args.gateway_replicas} Gateway replicas, "
               f"settle {settle:.0f} s between faults")
@@ -261,7 +266,7 @@ def main(args) -> int:
     finally:
         app.stop()
         stop()
-    report |= {"concurrency": args.concurrency, "gateway_replicas": args.gateway_replicas, "request_timeout_s": deadline_s}
+    report |= {"layout": args.layout, "concurrency": args.concurrency, "gateway_replicas": args.gateway_replicas, "request_timeout_s": deadline_s}
     print(table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
@@ -287,15 +292,17 @@ def _free_port() -> int:
     return free_port()
 
 
-FAULTS = "oversized,ar,block,gateway,redis"
+FAULTS = "oversized,ar,block,gateway,redis"  # the split layout's; the shared one's engine fault is "shared"
+SHARED_FAULTS = "oversized,shared,gateway,redis"
+ENGINE_FAULTS = {"split": {"ar", "block"}, "shared": {"shared"}}  # the engines each layout has to kill
 
 
 def _faults(text: str) -> str:
     import argparse
 
-    unknown = sorted(set(text.split(",")) - set(FAULTS.split(",")))
+    unknown = sorted(set(text.split(",")) - set(FAULTS.split(",")) - {"shared"})
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown faults {unknown}; choose from {FAULTS}")
+        raise argparse.ArgumentTypeError(f"unknown faults {unknown}; choose from {FAULTS},shared")
     return text
 
 
@@ -304,8 +311,9 @@ def register(bench_commands) -> None:
     p.add_argument("--short", action="store_true", help="short settling between faults (about two minutes in all)")
     p.add_argument("--concurrency", type=int, default=8, help="requests in flight throughout (default 8)")
     p.add_argument("--gateway-replicas", type=int, default=2, help="Gateway replicas (default 2: new requests go to the survivor)")
-    p.add_argument("--faults", default=FAULTS, type=_faults,
-                   help=f"the faults, in order, comma-separated (default {FAULTS}: 8 oversized prompts in flight, SIGKILL of "
-                        "the AR engine, the block engine and a Gateway, Redis stopped)")
+    p.add_argument("--layout", choices=("split", "shared"), default="split", help="the app's engine layout (router/decision/layouts.py)")
+    p.add_argument("--faults", default=None, type=_faults,
+                   help=f"the faults, in order, comma-separated (default, split: {FAULTS}: 8 oversized prompts in flight, SIGKILL of "
+                        f"the AR engine, the block engine and a Gateway, Redis stopped; shared: {SHARED_FAULTS}, SIGKILL of the one SharedEngine)")
     p.add_argument("--json", default=None, metavar="PATH", help="write the per-fault table as JSON")
     p.set_defaults(func=main)

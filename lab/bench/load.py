@@ -76,19 +76,29 @@ class Outcome:
     finished: float = 0.0  # time.perf_counter() when the answer (or the failure) arrived
 
 
+def openai_error(body: str) -> str | None:
+    """The code (or type) of an OpenAI error body; None when `body` is not one."""
+    try:
+        error = json.loads(body)["error"]
+        return error["code"] or error["type"]
+    except Exception:
+        return None
+
+
 async def _one(client: httpx.AsyncClient, spec: Spec) -> Outcome:
     started = time.perf_counter()
     stream = bool(spec.body.get("stream"))
     try:
         if stream:
             async with client.stream("POST", spec.path, json=spec.body, headers=spec.headers) as r:
-                lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
+                every = [line async for line in r.aiter_lines()]
+            lines = [line for line in every if line.startswith("data: ")]
             error = None
             if r.status_code == 200:
                 errors = [json.loads(x[6:])["error"].get("code") for x in lines[:-1] if '"error"' in x]
                 error = errors[0] if errors else (None if lines and lines[-1] == "data: [DONE]" else "no_done")
-            else:
-                error = "http"
+            else:  # refused before the stream started (a 429, a 503 with no engine up): an OpenAI error body, as unstreamed
+                error = openai_error("\n".join(every)) or "http"
             return Outcome(r.status_code, time.perf_counter() - started, r.headers.get("x-tandem-mode"), False,
                            r.headers.get("retry-after"), error, True)
         r = await client.post(spec.path, json=spec.body, headers=spec.headers)
@@ -96,10 +106,7 @@ async def _one(client: httpx.AsyncClient, spec: Spec) -> Outcome:
         return Outcome(0, time.perf_counter() - started, error=type(exc).__name__, stream=stream)
     error = None
     if r.status_code != 200:
-        try:
-            error = r.json()["error"]["code"] or r.json()["error"]["type"]
-        except Exception:  # not OpenAI's error body: say so
-            error = "not_an_openai_error_body"
+        error = openai_error(r.text) or "not_an_openai_error_body"  # not OpenAI's error body: say so
     return Outcome(r.status_code, time.perf_counter() - started, r.headers.get("x-tandem-mode"),
                    r.headers.get("x-tandem-degraded") == "true", r.headers.get("retry-after"), error)
 

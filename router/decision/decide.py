@@ -45,7 +45,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from engines.defaults import MIN_PREFIX_TOKENS
-from engines.types import ENGINE_OF_MODE, MODES
+from engines.types import MODES
+from router.decision.layouts import engine_of
 from router.decision.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
 from router.decision.features import PromptSize, extract_features, prompt_size
 from router.decision.live_costs import DraftKey
@@ -92,7 +93,8 @@ class Router:
         return self.model.predict(f)
 
     def decide(self, request: RouteRequest | dict[str, Any], view: Mapping[str, EngineView] | None = None) -> Decision:
-        """The decision for one request. `view` maps an engine ("block", "ar") to what routing knows
+        """The decision for one request. `view` maps an engine ("block", "ar"; "shared" in the shared
+        layout, `router.decision.layouts`) to what routing knows
         of it now (`router.decision.routing_view.EngineView`), read only when the policy's load_aware is
         enabled: its queue ratio for spilling, its occupancy, backlog and calibration with
         `self.cost` (an `engines.cost.CostProfile`) when load_aware.cost_aware is on. Raises a
@@ -131,7 +133,7 @@ class Router:
                 mode, rule = "ar", "disagreement"
                 why = f"{why}; its drafts expected to miss AR's answer (agreement {pred.agreement:.2f} < {policy.agreement_floor:.2f}); ar"
             la = policy.load_aware
-            ratio = lambda m: view[ENGINE_OF_MODE[m]].queue_ratio if view and ENGINE_OF_MODE[m] in view else 0.0  # noqa: E731
+            ratio = lambda m: view[engine_of(view, m)].queue_ratio if view and engine_of(view, m) in view else 0.0  # noqa: E731
             if la.enabled and view and ratio(mode) > la.max_queue_ratio:
                 for alt in la.spill_order:
                     if alt != mode and ratio(alt) <= la.max_queue_ratio:
@@ -191,7 +193,7 @@ class Router:
         moved to verified at 1.3-2.3x "sooner" and took a median 1.11x (c1) and 1.16x (c8) AR's time in the same round)."""
         block_ok = block_agrees and task in policy.load_aware.equal_quality_tasks and tokens <= policy.block_limit_tokens
         # verified is AR's answer, but only pays where its drafts (block's) are AR's tokens
-        share = getattr(view.get("block"), "draft_share", {}).get(DraftKey(task, block_agrees))
+        share = getattr(view.get(engine_of(view, "verified")), "draft_share", {}).get(DraftKey(task, block_agrees))
         drafts_pay = block_agrees if share is None else share >= 1.0 - 1.0 / policy.load_aware.min_gain
         same = {"ar"} | ({"verified"} if drafts_pay else set()) | ({"block"} if block_ok else set())
         if mode not in same | {"verified"}:
@@ -200,14 +202,14 @@ class Router:
 
         def estimate(m: str) -> float | None:
             raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt, agrees=block_agrees)
-            return None if raw is None else view[ENGINE_OF_MODE[m]].priced(m, task, raw)
+            return None if raw is None else view[engine_of(view, m)].priced(m, task, raw)
 
         def known(m: str) -> bool:
             """The profile prices an idle engine well, a busy one only roughly (two engines share the
             cores, canvases and drafts take turns): under load a mode is a way out only once that
             engine has answered requests of it in its present load (the first burst at concurrency
             8 moved reasoning to block by estimates 2x too kind: 4 s each where AR took ~2 s)."""
-            e = view.get(ENGINE_OF_MODE[m])
+            e = view.get(engine_of(view, m))
             return e is None or e.idle or m in e.seen
 
         here = estimate(mode)
@@ -228,7 +230,7 @@ class Router:
         Verified is priced by the share of its tokens drafts wrote lately for the task and the
         agreement head's expectation (`agrees`: block expected to answer as AR), once known (or by
         `draft_share` when given: what one finished request's drafts wrote)."""
-        e = view.get(ENGINE_OF_MODE[mode]) if view else None
+        e = view.get(engine_of(view, mode)) if view else None
         if self.cost is None or e is None or not e.reachable:
             return None
         prompt = prompt or PromptSize(0, 0)

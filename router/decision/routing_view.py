@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 
 from engines.cost import CostProfile
 from engines.prompt_bounds import PromptLimit
-from engines.types import ENGINE_OF_MODE, DecodeStats, Engine, EngineLoad, GenerationRequest
+from engines.types import ENGINE_OF_MODE, DecodeStats, EngineLoad, GenerationRequest
 from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
+from router.decision.layouts import SPLIT, EngineViews, Layout
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
 
 log = logging.getLogger("tandem.gateway")
+Engine = str  # an engine's name in the app's layout: "block", "ar" or "shared" (router.decision.layouts)
 
 POLL_INTERVAL_S = 0.5
 PROBE_TIMEOUT_S = 1.0  # a load poll that takes longer failed (router.decision.engine_health counts it)
@@ -112,12 +114,14 @@ class Ticket:
 class RoutingView:
     """Loads, queues, in-flight counts, backlog and calibration of the engines behind one gateway.
 
-    `engines` maps an engine name ("block", "ar") to its deployment handle; `telemetry` (optional)
-    gets each poll's queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
+    `engines` maps an engine name ("block", "ar"; "shared") to its deployment handle, and `layout`
+    says which modes each serves (router.decision.layouts); `telemetry` (optional) gets each poll's
+    queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
 
     def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
-                 probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S):
+                 probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S, layout: Layout = SPLIT):
         self.engines = engines
+        self.layout = layout
         self.poll_interval_s, self.probe_timeout_s, self.facts_timeout_s = poll_interval_s, probe_timeout_s, facts_timeout_s
         self.health = EngineHealth(engines)
         self.telemetry = telemetry
@@ -182,7 +186,7 @@ class RoutingView:
         """The engines' cost profile (None when they have none: cost-aware routing is then off) and their
         canvas and prompt limits. Returns whether both answered."""
         try:
-            self.cost = await asyncio.wait_for(self.engines["block"].cost_profile.remote(), timeout=self.facts_timeout_s)
+            self.cost = await asyncio.wait_for(self.engines[self.layout.engine("block")].cost_profile.remote(), timeout=self.facts_timeout_s)
             if self.cost is not None and self.on_cost is not None:
                 self.on_cost(self.cost)
             if self.cost is None:
@@ -191,7 +195,7 @@ class RoutingView:
             log.warning("no answer from the engines for their cost profile yet: asked again at the next poll")
             return False
         try:
-            info = await asyncio.wait_for(self.engines["block"].info.remote(), timeout=self.facts_timeout_s)
+            info = await asyncio.wait_for(self.engines[self.layout.engine("block")].info.remote(), timeout=self.facts_timeout_s)
             self.canvas_limit = info.canvas_length
             self.prompt_limit = PromptLimit(info.context_length, info.max_chars_per_token)
         except Exception:
@@ -225,11 +229,12 @@ class RoutingView:
 
     # ---- the view -----------------------------------------------------------------------------------
 
-    def view(self) -> dict[Engine, EngineView]:
+    def view(self) -> EngineViews:
         """Each polled engine's occupancy: the poll less what finished since, or this gateway's own
         in-flight count when that is higher; the block engine's backlog; each engine's calibration.
         An engine that did not answer its poll, or is down, is unreachable (queue ratio 1.0)."""
-        out = {}
+        out = EngineViews({}, self.layout)
+        canvases, drafts = self.layout.engine("block"), self.layout.engine("verified")  # the engines the backlog and draft shares are of
         for name, load in self._polled.items():
             if load is None or self.health.is_down(name):
                 out[name] = EngineView(queue_ratio=1.0, reachable=False)
@@ -240,13 +245,13 @@ class RoutingView:
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
                                    calibration=self.calibration[(name, state)].factor,
                                    overhead_ms=self.overhead[(name, state)].ms,
-                                   backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == "block" else None,
+                                   backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == canvases else None,
                                    by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
-                                            if ENGINE_OF_MODE[m] == name and at == state and c.count >= TASK_EVIDENCE},
+                                            if self.layout.engine(m) == name and at == state and c.count >= TASK_EVIDENCE},
                                    prefix_reuse=prefix_reuse(load.stats),
-                                   draft_share={k: d.share for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == "block" else {},
+                                   draft_share={k: d.share for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == drafts else {},
                                    idle=state == IDLE,
-                                   seen=frozenset(m for (m, at), n in self.answered.items() if ENGINE_OF_MODE[m] == name and at == state and n))
+                                   seen=frozenset(m for (m, at), n in self.answered.items() if self.layout.engine(m) == name and at == state and n))
         return out
 
     def _occupied(self, name: Engine) -> int:
@@ -267,10 +272,10 @@ class RoutingView:
         against what happens, for its engine and for its mode and `task`; `reestimate` redoes it for
         the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog.
         `agrees`: the agreement head expected block to answer as AR (a `DraftKey`'s half)."""
-        engine = ENGINE_OF_MODE[gen.mode]
+        engine = self.layout.engine(gen.mode)
         ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
                         load=self.load_state(engine), agrees=agrees)
-        if engine == "block" and service_ms is not None:
+        if ENGINE_OF_MODE[gen.mode] == "block" and service_ms is not None:  # canvas work: the backlog the cost profile prices it behind
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
         return ticket

@@ -149,13 +149,15 @@ async def stats(gw=Depends(require_admin)):
     from router.gateway import decisions_log
 
     loads = {}
-    for name, handle in gw.engines.items():
+    for name, handle in gw.engines.items():  # each engine deployment, with the modes it serves (router.decision.layouts)
+        served = {"deployment": gw.layout.deployments[name], "modes": gw.layout.modes(name)}
         try:
-            loads[name] = dataclasses.asdict(await asyncio.wait_for(handle.load.remote(), timeout=2.0))
+            loads[name] = served | dataclasses.asdict(await asyncio.wait_for(handle.load.remote(), timeout=2.0))
         except Exception as exc:
-            loads[name] = {"error": type(exc).__name__}
+            loads[name] = served | {"error": type(exc).__name__}
     log_stats = decisions_log.stats
     return gw.stats.snapshot() | {
+        "layout": gw.layout.name,
         "engines": loads,
         "routing": gw.view.snapshot(),
         "decisions_log": {"written": log_stats.written, "dropped": log_stats.dropped},

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from engines.errors import EngineUnavailableError, TandemError
-from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
+from engines.types import GenerationRequest, GenerationResult
 from router.decision.decide import expected_cached_tokens
 from router.decision.engine_health import RETRY_AFTER_S, replica_died
 from router.decision.features import PromptSize
@@ -66,7 +66,7 @@ class Failover:
         mode, error = gen.mode, None
         for attempt in range(2):
             request = gen if attempt == 0 else dataclasses.replace(gen, mode=mode)
-            engine = ENGINE_OF_MODE[mode]
+            engine = self.view.layout.engine(mode)
             with self.telemetry.tracer.start_as_current_span("tandem.engine", attributes={"mode": mode, "attempt": attempt}) as span:
                 if self.view.health.is_down(engine):
                     out = EngineUnavailableError(f"the {mode} engine is down (its replica is restarting)")
@@ -117,7 +117,7 @@ class Failover:
         profile (calibrated) expects it to finish before the deadline; else None (a 503)."""
         policy = decision.policy or self.router.policy  # the policy that routed the request
         alt = policy.on_engine_failure.get(mode)
-        if alt is None or self.view.health.is_down(ENGINE_OF_MODE[alt]):
+        if alt is None or self.view.health.is_down(self.view.layout.engine(alt)):
             return None
         left_ms = (deadline - time.monotonic()) * 1000.0
         if left_ms <= 0:  # the first attempt used the whole deadline
@@ -129,19 +129,19 @@ class Failover:
                                                PromptSize(decision.prompt_tokens, decision.prefix_tokens),
                                                agrees=self.router.draft_key(decision).agrees)
         if estimate is not None:
-            estimate = view[ENGINE_OF_MODE[alt]].priced(alt, decision.task, estimate)
+            estimate = view[self.view.layout.engine(alt)].priced(alt, decision.task, estimate)
             if estimate > left_ms:
                 log.info("request %s: %s cannot finish in the %.0f ms left (est. %.0f ms); no failover", gen.request_id, alt, left_ms, estimate)
                 return None
         return alt
 
     async def call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
-        return await cancelling(self.engines[ENGINE_OF_MODE[request.mode]].generate.remote(request))
+        return await cancelling(self.engines[self.view.layout.engine(request.mode)].generate.remote(request))
 
     async def open_stream(self, request: GenerationRequest):
         """Start streaming and wait for the first item, so that a full queue is a real 429 and a
         failed engine degrades before any byte is sent. Returns (stream, first item or None)."""
-        stream = self.engines[ENGINE_OF_MODE[request.mode]].options(stream=True).stream.remote(request)
+        stream = self.engines[self.view.layout.engine(request.mode)].options(stream=True).stream.remote(request)
         try:
             first = await stream.__anext__()
         except StopAsyncIteration:
@@ -162,7 +162,7 @@ class Failover:
             prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
             key = self.router.draft_key(decision)
             estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
-            engine = view.get(ENGINE_OF_MODE[gen.mode])
+            engine = view.get(self.view.layout.engine(gen.mode))
             cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
             share = engine.draft_share.get(key) if engine is not None and decision.task else None
             service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached, share)

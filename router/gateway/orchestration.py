@@ -1,7 +1,8 @@
 """The Gateway: orchestration of one request, from a validated OpenAI body to its response.
 
 `serve()`: route (`Router.decide`: learned prediction + live policy + the routing view) -> the
-engine deployment for the decided mode (`BlockEngine` serves block and verified, `AREngine` AR)
+engine deployment for the decided mode (by the app's layout, `router.decision.layouts`: split,
+`BlockEngine` for block and verified and `AREngine` for AR; or shared, one `SharedEngine` for all)
 through one failover loop (`router.gateway.failover`: waits bounded by the request's deadline and the
 engines' health; on a failure once more in the policy's `on_engine_failure` mode, else the
 error) -> the OpenAI response or SSE chunks (tool calls read back by `router.gateway.tool_calls`), with
@@ -28,12 +29,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from engines.errors import EngineUnavailableError, TandemError
 from router.gateway.errors import UnprocessableError
 from engines.prompt_bounds import check_chars
-from engines.types import ENGINE_OF_MODE, GenerationRequest, GenerationResult
+from engines.types import GenerationRequest, GenerationResult
 from router.gateway.answers import closing_chunks, delta_chunks, whole_answer
 from router.gateway.openai_api import DONE, chat_chunk, new_id, sse
 from router.gateway.calls import Call
 from router.gateway.decision_feed import DecisionFeed, feed_entry
 from router.decision.engine_health import replica_died
+from router.decision.layouts import SHARED, SPLIT
 from router.gateway.failover import Failover, cancelling
 from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, RoutingView, Ticket
 from router.gateway.schemas import check_off_loop
@@ -68,13 +70,15 @@ class Gateway:
         max_body_bytes: int = MAX_BODY_BYTES,
         decisions_log: dict | None = None,
         responses_ttl_s: int = 24 * 3600,  # router.gateway.responses_store.DEFAULT_TTL_S (the app passes it)
+        shared_engine=None,  # the shared layout's one engine (then block_engine and ar_engine are None)
     ):
         from policies.stores import store_kind
         from router.decision.decide import Router
         from router.gateway.decisions_log import DecisionsLogSettings
         from router.gateway.telemetry import GatewayStats, Telemetry
 
-        self.engines = {"block": block_engine, "ar": ar_engine}
+        self.layout = SHARED if shared_engine is not None else SPLIT
+        self.engines = {"shared": shared_engine} if shared_engine is not None else {"block": block_engine, "ar": ar_engine}
         source = policy_source or os.environ.get("TANDEM_POLICY_SOURCE")
         store_kwargs = {"prefix": key_prefix} if source and store_kind(source) == "redis" else {}
         self.router = Router(model_path=router_model, policy_source=source, **store_kwargs)
@@ -94,7 +98,7 @@ class Gateway:
         self.feed = DecisionFeed()  # the console's live view of decisions and outcomes
         # the router prices modes (cost-aware routing) with the profile the view fetches from the engines
         self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost),
-                                poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s)
+                                poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s, layout=self.layout)
         self.timeout_s = request_timeout_s
         self.failover = Failover(self.engines, self.view, self.router, self.telemetry, request_timeout_s, on_error=self._error)
         self.max_body_bytes = max_body_bytes
@@ -210,7 +214,7 @@ class Gateway:
                     item = None
         except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
             if replica_died(exc):
-                self.view.health.died(ENGINE_OF_MODE[mode])
+                self.view.health.died(self.layout.engine(mode))
             self._error(503, code="engine_unavailable", decision=decision, mode=mode)
             yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
         finally:
@@ -292,7 +296,7 @@ class Gateway:
         if not answer_ids:
             return None
         try:
-            accepted = await asyncio.wait_for(cancelling(self.engines["block"].agreement.remote(gen, answer_ids)), timeout=self.timeout_s)
+            accepted = await asyncio.wait_for(cancelling(self.engines[self.layout.engine("block")].agreement.remote(gen, answer_ids)), timeout=self.timeout_s)
         except Exception:
             return None
         self.stats.shadow(len(answer_ids), accepted)

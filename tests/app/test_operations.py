@@ -24,7 +24,10 @@ def test_admin_needs_the_bearer_token(base_url, admin_headers):
     assert "test-admin-token" not in wrong.text
     ok = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10)
     assert ok.status_code == 200
-    assert set(ok.json()["engines"]) == {"block", "ar"}
+    engines = ok.json()["engines"]  # the split layout: each engine deployment with the modes it serves
+    assert ok.json()["layout"] == "split" and set(engines) == {"block", "ar"}
+    assert (engines["block"]["deployment"], engines["block"]["modes"]) == ("BlockEngine", ["block", "verified"])
+    assert (engines["ar"]["deployment"], engines["ar"]["modes"]) == ("AREngine", ["ar"])
     routing = ok.json()["routing"]  # what cost-aware routing sees: calibration, backlog, requests in flight
     assert set(routing["calibration"]) == {"block", "ar"} and routing["block_backlog_ms"] >= 0 and set(routing["in_flight"]) == {"block", "ar"}
 

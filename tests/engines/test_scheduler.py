@@ -2,6 +2,7 @@
 and still decode exactly as they would alone; full queues, cancellation and failures are clean."""
 
 import asyncio
+import threading
 
 import pytest
 
@@ -25,17 +26,23 @@ async def wait_load(scheduler, predicate, timeout_s: float = 60.0) -> None:
 
 
 async def queued_behind_another_batch(scheduler, requests, mode):
-    """Submits `requests` while a long request of another mode holds the worker, so all of them
-    wait together; then cancels that one. Its batch ends at its next step, the worker starts a
-    batch with the first `max_batch_size` of them, and the rest can only join it mid-batch, as
-    the shortest running rows finish, whatever the machine's speed."""
+    """Submits `requests` while the worker is held after a step of a long request of another mode
+    (its on_step hook waits on a gate: each mode gets its own batch at once otherwise), so all of
+    them wait together; then cancels that one and opens the gate. The worker starts a batch with
+    the first `max_batch_size` of them, the holder's batch ends at its canvas or token boundary,
+    and the rest can only join the new batch mid-batch, as its shortest rows finish, whatever the
+    machine's speed."""
     other = "block" if mode == "ar" else "ar"
+    gate = threading.Event()
+    scheduler.on_step = lambda *_: gate.wait()
     holder = asyncio.ensure_future(scheduler.submit(chat(PROMPTS[7], mode=other, max_new_tokens=3000, stop_token_ids=[])))
     await wait_load(scheduler, lambda x: x.running == 1)
     tasks = [asyncio.ensure_future(scheduler.submit(r)) for r in requests]
     await wait_load(scheduler, lambda x: x.queued == len(requests))
     holder.cancel()
     await asyncio.gather(holder, return_exceptions=True)
+    scheduler.on_step = None
+    gate.set()
     return await asyncio.gather(*tasks)
 
 
@@ -149,7 +156,7 @@ def test_stream_yields_deltas_then_the_result(engine, scheduler):
 
 def test_a_failing_batch_fails_its_requests_cleanly_and_the_worker_goes_on(engine, scheduler, monkeypatch):
     calls = {"n": 0}
-    real_run = engine.run
+    real_run = engine.steps
 
     def flaky(*args, **kwargs):
         calls["n"] += 1
@@ -157,7 +164,7 @@ def test_a_failing_batch_fails_its_requests_cleanly_and_the_worker_goes_on(engin
             raise RuntimeError("simulated device fault")
         return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "run", flaky)
+    monkeypatch.setattr(engine, "steps", flaky)
     with pytest.raises(EngineUnavailableError, match="simulated device fault"):
         asyncio.run(scheduler.submit(chat(PROMPTS[0], mode="ar", max_new_tokens=4)))
     assert asyncio.run(scheduler.submit(chat(PROMPTS[0], mode="ar", max_new_tokens=4))).token_ids

@@ -1,5 +1,6 @@
-"""The shipped Serve configs are valid: their `args` pass AppArgs, every deployment name is one
-build_app makes, and the GPU variant puts each engine replica on a GPU in bf16."""
+"""The shipped Serve configs are valid: their `args` pass AppArgs, the deployment names are the ones
+build_app makes for the config's layout (split or shared), and the GPU variant puts each engine
+replica on a GPU in bf16."""
 
 from __future__ import annotations
 
@@ -10,25 +11,33 @@ import yaml
 from ray.serve.schema import ServeDeploySchema
 
 from router.app import AppArgs
+from router.decision.layouts import LAYOUTS
 
 REPO = Path(__file__).resolve().parents[2]
-DEPLOYMENTS = {"Gateway", "BlockEngine", "AREngine"}
+CONFIGS = ["serve_config.yaml", "serve_config.shared.yaml", "serve_config.gpu.yaml"]
 
 
-@pytest.mark.parametrize("name", ["serve_config.yaml", "serve_config.gpu.yaml"])
+@pytest.mark.parametrize("name", CONFIGS)
 def test_config_is_valid(name):
     config = yaml.safe_load((REPO / name).read_text())
     (app,) = config["applications"]
     assert app["import_path"] == "router.app:build_app"
-    AppArgs.model_validate(app["args"])
+    args = AppArgs.model_validate(app["args"])
     ServeDeploySchema.model_validate(config)  # what `serve deploy` checks
-    assert {d["name"] for d in app["deployments"]} == DEPLOYMENTS
+    assert {d["name"] for d in app["deployments"]} == {"Gateway", *LAYOUTS[args.layout].deployments.values()}
     gateway = next(d for d in app["deployments"] if d["name"] == "Gateway")
     replicas = gateway.get("num_replicas") or gateway["autoscaling_config"]["min_replicas"]
     assert replicas >= 2, "one Gateway replica: when it dies, every new request waits out its restart"
 
 
-@pytest.mark.parametrize("name", ["serve_config.yaml", "serve_config.gpu.yaml"])
+def test_the_shared_config_serves_every_mode_from_one_engine_deployment():
+    app = yaml.safe_load((REPO / "serve_config.shared.yaml").read_text())["applications"][0]
+    assert AppArgs.model_validate(app["args"]).layout == "shared"
+    assert [d["name"] for d in app["deployments"] if d["name"] != "Gateway"] == ["SharedEngine"]
+    assert LAYOUTS["shared"].modes("shared") == ["block", "verified", "ar"]
+
+
+@pytest.mark.parametrize("name", CONFIGS)
 def test_serve_run_can_build_the_app_from_the_config(name):
     """What `serve run` does with the config's import_path and args, by Ray's own function (a
     builder with a second parameter once broke `serve run serve_config.yaml` with nothing else failing)."""

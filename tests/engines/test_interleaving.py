@@ -1,0 +1,186 @@
+"""One scheduler, one copy of the weights, every mode: the modes' batches interleave step by step
+(engines.scheduler, engines.stepping). Each mode with work gets its own batch at once; the worker
+steps the batch that has used the least decode time, so a long request of one mode never holds
+another mode's request back; rows still join and leave mid-batch, cancel cleanly, reuse a prompt
+head another mode prefilled, and get the same tokens as alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engines import DiffusionEngine, GenerationRequest, GenerationResult
+from engines.scheduler import Scheduler, SchedulerConfig
+from tests.engines.factories import PROMPTS, chat
+
+
+@pytest.fixture
+def scheduler(engine):
+    s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16))
+    trace: list[tuple[str, dict[str, float], float]] = []  # (mode stepped, every running batch's used time before it, its step's time)
+    s.on_step = lambda batch, clocks, seconds: trace.append((batch.key[0], clocks, seconds))
+    s.trace = trace
+    yield s
+    s.close()
+
+
+def long(mode: str, seed: int = 0, tokens: int = 3000) -> GenerationRequest:
+    return chat(PROMPTS[seed], mode=mode, seed=seed, max_new_tokens=tokens, canvas=8, max_denoising_steps=2, stop_token_ids=[])
+
+
+def short(mode: str, seed: int = 1) -> GenerationRequest:
+    return chat(PROMPTS[seed], mode=mode, seed=seed, max_new_tokens=16, canvas=8, max_denoising_steps=3, stop_token_ids=[])
+
+
+async def until(condition, tries: int = 2000) -> bool:
+    """Wait (on the event loop, a step at a time) until `condition()` holds."""
+    for _ in range(tries):
+        if condition():
+            return True
+        await asyncio.sleep(0.005)
+    return False
+
+
+def check_rule(trace) -> None:
+    """The fairness rule, step by step: the batch that steps is one that had used the least time;
+    between two steps of a batch whose last step took d, every other batch runs at most d plus
+    its own longest step."""
+    for mode, clocks, _ in trace:
+        assert clocks[mode] <= min(clocks.values()) + 1e-9, (mode, clocks)
+    longest: dict[str, float] = {}
+    for mode, _, seconds in trace:
+        longest[mode] = max(longest.get(mode, 0.0), seconds)
+    last: dict[str, int] = {}
+    for i, (mode, clocks, seconds) in enumerate(trace):
+        if mode in last:
+            j = last[mode]
+            between: dict[str, float] = {}
+            for other, _, s in trace[j + 1 : i]:
+                between[other] = between.get(other, 0.0) + s
+            d = trace[j][2]
+            for other, spent in between.items():
+                assert spent <= d + longest[other] + 1e-9, (mode, other, spent, d, longest[other])
+        last[mode] = i
+
+
+@pytest.mark.parametrize("long_mode,short_mode", [("ar", "block"), ("block", "ar"), ("verified", "ar"), ("ar", "verified")])
+def test_a_long_request_of_one_mode_does_not_hold_another_back(scheduler, long_mode, short_mode, drafts_anywhere):
+    async def run():
+        first = asyncio.ensure_future(scheduler.submit(long(long_mode)))
+        assert await until(lambda: scheduler.load().running == 1)
+        answer = await scheduler.submit(short(short_mode))
+        assert not first.done(), f"the {short_mode} request waited for the long {long_mode} one"
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        return answer
+
+    answer = asyncio.run(run())
+    assert isinstance(answer, GenerationResult) and len(answer.token_ids) == 16
+    trace = scheduler.trace
+    check_rule(trace)
+    # While both ran, each mode had a fair share of the decode time: the short request's steps, from
+    # its first to its last, took about half of it (the rule, with one step either way of slack).
+    steps = [i for i, (mode, _, _) in enumerate(trace) if mode == short_mode]
+    window = trace[steps[0] : steps[-1] + 1]
+    used = {m: sum(s for mm, _, s in window if mm == m) for m in (long_mode, short_mode)}
+    assert used[long_mode] > 0, "the long request did not step while the short one ran"
+    longest_other = max(s for m, _, s in window if m == long_mode)
+    assert used[long_mode] <= used[short_mode] + 2 * longest_other, used
+
+
+def test_interleaving_changes_no_token_and_rows_join_their_modes_batch(engine, scheduler, drafts_anywhere):
+    """Requests of every mode, staggered: each mode runs one batch that newcomers of its mode join
+    between steps, the three batches step in turns, and every answer is the one it gets alone."""
+    lengths = [30, 9, 22, 5, 17, 12, 26, 7, 14]
+    requests = [chat(p, mode=("ar", "block", "verified")[i % 3], seed=i, max_new_tokens=n, canvas=8, max_denoising_steps=2, stop_token_ids=[])
+                for i, (p, n) in enumerate(zip(PROMPTS + PROMPTS, lengths))]
+    most_running = [0]
+
+    async def run():
+        async def one(i, r):
+            await asyncio.sleep(i * 0.01)
+            return await scheduler.submit(r)
+
+        tasks = asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+        while not tasks.done():
+            most_running[0] = max(most_running[0], len(scheduler._batches))
+            await asyncio.sleep(0.002)
+        return await tasks
+
+    results = asyncio.run(run())
+    assert most_running[0] >= 2, "the modes' batches never ran at the same time"
+    assert scheduler.stats.admitted_mid_batch > 0, "no request joined its mode's running batch"
+    modes_in_turn = [m for m, _, _ in scheduler.trace]
+    assert any(a != b for a, b in zip(modes_in_turn, modes_in_turn[1:])), "the modes never took turns"
+    check_rule(scheduler.trace)
+    for request, result in zip(requests, results):
+        assert result.token_ids == engine.generate(request).token_ids, request.mode
+    assert scheduler.stats.completed == len(requests)
+
+
+def test_a_cancelled_row_leaves_its_batch_and_the_other_modes_decode_on(scheduler, drafts_anywhere):
+    async def run():
+        block = asyncio.ensure_future(scheduler.submit(long("block", seed=0)))
+        ar = asyncio.ensure_future(scheduler.submit(long("ar", seed=1)))
+        joiner = asyncio.ensure_future(scheduler.submit(long("ar", seed=2)))
+        assert await until(lambda: scheduler.load().running == 3), "the three rows never ran together"
+        assert len(scheduler._batches) == 2  # block's batch and AR's, the second AR row joined AR's
+        block.cancel()
+        assert await until(lambda: scheduler.load().running == 2), "the cancelled block row is still decoding"
+        assert await until(lambda: "block" not in scheduler._batches), "block's emptied batch did not end"
+        joiner.cancel()
+        assert await until(lambda: scheduler.load().running == 1)
+        assert not ar.done(), "the AR row it shared a batch with must decode on"
+        served = await scheduler.submit(short("verified"))  # a new mode's batch starts beside it
+        assert not ar.done()
+        ar.cancel()
+        assert await until(lambda: scheduler.load().running == 0)
+        await asyncio.gather(block, ar, joiner, return_exceptions=True)
+        return served
+
+    assert len(asyncio.run(run()).token_ids) == 16
+    assert scheduler.stats.cancelled == 3 and scheduler.stats.completed == 1
+
+
+def test_a_prompt_head_prefilled_for_one_mode_serves_the_others(tiny_checkpoint, scheduler, engine):
+    """One engine, one prefix cache: a block request's conversation head is reused by an AR and a
+    verified request of the same conversation, with the tokens an engine without the cache gives."""
+    plain = DiffusionEngine.from_checkpoint(tiny_checkpoint, prefix_cache_tokens=0)
+    system = "You are a careful assistant. Answer with the fields asked for, nothing else, in the order asked. " * 4
+    engine.prefix_cache.clear()
+
+    def turn(mode: str) -> GenerationRequest:
+        return GenerationRequest(messages=[{"role": "system", "content": system}, {"role": "user", "content": PROMPTS[0]}],
+                                 mode=mode, max_new_tokens=12, seed=5, canvas=8, max_denoising_steps=2, stop_token_ids=[])
+
+    head = engine.prefix_length(turn("ar"), engine.prompt_ids(turn("ar")))
+    assert head > 0, "the test conversation has no head to reuse"
+
+    async def run():
+        cold = await scheduler.submit(turn("block"))
+        return cold, await asyncio.gather(scheduler.submit(turn("ar")), scheduler.submit(turn("verified")))
+
+    cold, warm = asyncio.run(run())
+    assert cold.stats.prefix_tokens_reused == 0
+    for result, mode in zip(warm, ("ar", "verified")):
+        assert result.stats.prefix_tokens_reused == head, mode
+        assert result.token_ids == plain.generate(turn(mode)).token_ids, mode
+
+
+def test_without_interleaving_one_batch_runs_at_a_time(engine):
+    """SchedulerConfig(interleave=False), what an engine replaying CUDA graphs gets: the scheduler
+    before interleaving, a request of another mode waits for the running batch to end."""
+    s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, interleave=False))
+    modes: list[str] = []
+    s.on_step = lambda batch, clocks, seconds: modes.append(batch.key[0])
+    try:
+        async def run():
+            first = asyncio.ensure_future(s.submit(long("ar", tokens=60)))
+            assert await until(lambda: s.load().running == 1)
+            return await asyncio.gather(first, s.submit(short("block")))
+
+        asyncio.run(run())
+    finally:
+        s.close()
+    assert modes == sorted(modes, key=lambda m: m != "ar"), "the modes' steps interleaved"
