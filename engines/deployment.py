@@ -84,7 +84,9 @@ class EngineDeployment:
         self.engine.sure_entropy = sure_entropy
         self.engine.stop_check_every = stop_check_every
         if self.engine.compiled:  # the replica reports ready (its __init__ returns) only once its calls are compiled
-            log.info("engine compiled its calls for %s in %.1f s", self.modes, self.engine.warm_up(self.modes))
+            from engines.warm_up import warm_up
+
+            log.info("engine compiled its calls for %s in %.1f s", self.modes, warm_up(self.engine, self.modes))
         self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
         self.replica = replica_name()
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)

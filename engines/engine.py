@@ -261,22 +261,6 @@ class DiffusionEngine:
             yield
             yield from ar_steps(self.model, unfinished, self.pad_id, lookup=self.lookup)
 
-    def warm_up(self, modes: tuple[str, ...] = MODES) -> float:
-        """Decode a short request in each of `modes`, alone and two at a time: a compiled engine compiles
-        its calls' variants here (one row or several; one token or several; canvas steps) instead of
-        in the first users' requests. Returns the seconds it took. The prefix cache is left empty."""
-        import time
-
-        began = time.perf_counter()
-        prompt = [{"role": "user", "content": "Warm up: say ok."}]
-        for mode in modes:
-            one = GenerationRequest(messages=prompt, mode=mode, seed=0, max_new_tokens=8)
-            self.generate_batch([one])
-            self.generate_batch([one, one])
-        if self.prefix_cache is not None:
-            self.prefix_cache.clear()
-        return time.perf_counter() - began
-
     def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any
         rows = [self.row(r, ids) for r, (ids, _) in zip(requests, checked)]

@@ -39,15 +39,14 @@ from engines.batch import SequenceBatch
 from engines.prefill import prefill
 from engines.block import denoise_canvas
 from engines.canvas import BlockParams, context_length
+from engines.draft_tokens import answer_span, draft_end, draft_rest
 from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
 from engines.logits import token_entropy
 from engines.lookup import ar_pass, encode_checked
-from engines.sampling import GREEDY_BELOW
 from engines.rows import Admit, Row, retire
 from engines.stepping import Steps, drain
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
-REST_CHECKED = 16  # draft tokens past a mismatch checked in the AR token's pass: a wider pass costs more where the rest misses
 # After a draft round, while other rows of the batch write by AR steps, every row takes this many
 # times the round's cost in AR steps together: a draft round stops the rows that do not draft,
 # so they get at least STEP_SHARE / (STEP_SHARE + 1) of the machine, and a row in a batch with
@@ -167,15 +166,6 @@ def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts
     return spent
 
 
-def draft_rest(row: Row, draft: list[int], accepted: int) -> list[int] | None:
-    """The draft past its first mismatch, up to its stop token: after one token stood in for another
-    the rest is often AR's answer still. None where choices take a pass per token (a grammar) or sample."""
-    if row.constraint is not None or row.request.temperature >= GREEDY_BELOW:
-        return None
-    end = next((i for i, token in enumerate(draft) if token in row.stop_ids), len(draft) - 1)
-    return draft[accepted + 1 : min(end + 1, accepted + 1 + REST_CHECKED)]
-
-
 def check_rests(rows: Rows, corrections: torch.Tensor, rests: list[list[int] | None]) -> torch.Tensor:
     """Encode each row's AR token from the round (`corrections`, (B,)) with the rest of its draft and
     commit the rest's prefix AR agrees with, in the pass that encodes the AR token anyway
@@ -191,26 +181,6 @@ def check_rests(rows: Rows, corrections: torch.Tensor, rests: list[list[int] | N
     rows.live = [live[j] for j in keep]
     rows.predicted = predict(rows.live, last) if keep else rows.predicted[:0]
     return torch.tensor(agreed, dtype=torch.long, device=corrections.device)
-
-
-def answer_span(live: list[Row], draft: torch.Tensor) -> int:
-    """Draft positions worth verifying (B, C) -> n: up to and including each row's first stop
-    token (the whole canvas for a row without one). A row ends at its stop token, so the AR
-    choices after it are never used: a 16-token answer drafted on 32 positions verifies 17."""
-    span = 0
-    for row, tokens in zip(live, draft.tolist()):
-        end = next((i for i, token in enumerate(tokens) if token in row.stop_ids), None)
-        span = max(span, len(tokens) if end is None else end + 1)
-        if span == len(tokens):
-            break
-    return span
-
-
-def draft_end(row: Row, draft: list[int], accepted: int) -> int | None:
-    """Tokens a draft had before its first stop token past the `accepted` + 1 the round wrote
-    (None: it has no stop token there): how soon the drafter expects the answer to end."""
-    end = next((i for i, token in enumerate(draft) if token in row.stop_ids), None)
-    return end - accepted - 1 if end is not None and end > accepted else None
 
 
 def drop_drafts(rows: Rows, canvas: int, steps: torch.Tensor, costs: DraftCosts, began: int) -> float:

@@ -133,7 +133,9 @@ def test_a_warm_engine_compiles_nothing_more_for_its_first_requests(compiled):
     in every mode, alone and batched, find their compiled variants already there."""
     import torch._dynamo.utils
 
-    compiled.warm_up()
+    from engines.warm_up import warm_up
+
+    warm_up(compiled)
     before = dict(torch._dynamo.utils.counters["stats"])
     for mode in ("block", "ar", "verified"):
         compiled.generate_batch(requests(mode, n=1))
