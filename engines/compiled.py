@@ -18,9 +18,11 @@ on the same machine cheap.
 eager spends 74-121 ms around 31 ms of kernels (shared/readings/gpu-2026-12-04.md); eager on CPUs).
 `tandem bench engines --compile-compare` measures both paths side by side.
 
-The mixture-of-experts layers keep transformers' `grouped_mm` experts path, which compiles as one
-custom op on the CPU; `batched_mm` (static shapes, no host sync) measured 7x slower in eager on
-this CPU at canvas 256, because it gathers every token's expert weights.
+A compiled model's mixture-of-experts layers take `engines.experts`' paths (gathered weights for an
+AR step's few pairs, every expert dense for a small call, transformers' grouped GEMM beyond), each a
+fixed graph of a few operators where the grouped GEMM's CPU kernel loops over the experts; the
+eager reference keeps transformers' grouped path. The logits head and the step's `settle` compile
+too (`engines.compiled_functions`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import functools
 import torch
 
 from engines.canvas_step import settle
+from engines.compiled_functions import compiled_version, is_compiled  # noqa: F401 - is_compiled: part of this module's face
+from engines.experts import use_tandem_experts
 from engines.static_batch import use_slot_cache
 
 COMPILE_CHOICES = ("off", "on", "auto")
@@ -79,6 +83,7 @@ def compile_model(model, how: str = "auto") -> bool:
             module._tandem_compiled_forward = functools.partial(torch.compile(runner, dynamic=True, mode=mode), module)
         module.forward = module._tandem_compiled_forward
     use_slot_cache(model, True)
+    use_tandem_experts(model, True)
     return True
 
 
@@ -89,23 +94,10 @@ def use_eager(model) -> None:
         if hasattr(module, "_tandem_eager_forward"):
             module.forward = module._tandem_eager_forward
     use_slot_cache(model, False)
-
-
-def is_compiled(model) -> bool:
-    decoder = model.model.decoder
-    return hasattr(decoder, "_tandem_compiled_forward") and decoder.forward == decoder._tandem_compiled_forward
-
-
-_compiled_settle = None
+    use_tandem_experts(model, False)
 
 
 def step_function(model):
     """What a denoising step runs after its decoder call and draws (`engines.canvas_step.settle`):
     compiled where the model's calls are, as one more compiled call per step."""
-    global _compiled_settle
-    if not is_compiled(model):
-        return settle
-    if _compiled_settle is None:
-        mode = "reduce-overhead" if model.device.type == "cuda" else None
-        _compiled_settle = torch.compile(settle, dynamic=True, mode=mode)
-    return _compiled_settle
+    return compiled_version(model, settle)

@@ -20,6 +20,7 @@ import torch
 from transformers import DynamicCache
 
 from engines.batch import SequenceBatch
+from engines.compiled_functions import compiled_version
 from engines.logits import self_conditioned_by, soft_capped_logits
 from engines.slot_cache import SlotCache, bucket, decoder_masks, encoder_masks
 
@@ -71,7 +72,7 @@ class StaticSequenceBatch(SequenceBatch):
         hidden = out.last_hidden_state  # (B, L, H)
         if logits == "none":
             return None
-        return soft_capped_logits(self.model, hidden if logits == "all" else hidden[:, -1])
+        return compiled_version(self.model, soft_capped_logits)(self.model, hidden if logits == "all" else hidden[:, -1])
 
     def canvas_inputs(self, canvas_length: int) -> tuple[torch.Tensor, dict]:
         positions = self.lengths()[:, None] + torch.arange(canvas_length, device=self.mask.device)  # (B, C)
@@ -84,7 +85,7 @@ class StaticSequenceBatch(SequenceBatch):
                 decoder_input_ids=canvas, cache=self.cache, decoder_attention_mask=masks, decoder_position_ids=positions
             )
         self.decoder_calls += 1
-        return soft_capped_logits(self.model, out.last_hidden_state)  # (B, C, V)
+        return compiled_version(self.model, soft_capped_logits)(self.model, out.last_hidden_state)  # (B, C, V)
 
     def keep_slots(self, length: int) -> None:
         if length >= self.written:

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from engines import experts
 from engines.canvas import StopFlags
 from engines.compiled import compile_model, use_eager
 from engines.engine import DiffusionEngine
@@ -105,7 +106,7 @@ def counted(engine: DiffusionEngine, mode: str, reqs: list[GenerationRequest]) -
 
 
 def measure(engine: DiffusionEngine, prompts: list[list[int]], batches: tuple[int, ...], w: Workload,
-            repeats: int, save=lambda records: None) -> list[dict]:
+            repeats: int, save=lambda records: None, modes: tuple[str, ...] = MODES) -> list[dict]:
     """Every mode and batch, eager and compiled on the same weights (`engines.compiled` switches the
     model's calls), the two paths alternating over `repeats` timed runs after one warm-up each (the
     compiled warm-up pays for compiling). A part that fails is recorded with its error and the rest
@@ -118,7 +119,7 @@ def measure(engine: DiffusionEngine, prompts: list[list[int]], batches: tuple[in
     def switch(compiled: bool) -> None:
         compile_model(engine.model, "on") if compiled else use_eager(engine.model)
 
-    for mode in MODES:
+    for mode in modes:
         for batch in batches:
             chunk = (prompts * batch)[:batch]
             reqs = requests(mode, chunk, w, seed=0)
@@ -191,13 +192,15 @@ def print_table(records: list[dict]) -> None:
 def main(args) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
+    if getattr(args, "dense_experts_max_rows", None) is not None:
+        experts.DENSE_MAX_ROWS = args.dense_experts_max_rows
     device = getattr(args, "device", "cpu") or "cpu"
     if args.shape:
         from lab.bench.shape import prompts as random_prompts, shaped_engine
 
         layers = args.layers or 2
         dtype = args.dtype if device != "cpu" else "float32"  # bf16 is 4-20x slower than fp32 on this CPU
-        engine = shaped_engine(args.shape, layers, dtype, device)
+        engine = shaped_engine(args.shape, layers, dtype, device, **(getattr(args, "text_overrides", None) or {}))
         source = f"{args.shape}, {layers} layers, random {dtype} weights, {device}"
         prompts = random_prompts(1, 32, engine.vocab_size)
         if device == "cpu":  # a full canvas at vocabulary 262,144 takes seconds per step here
@@ -223,9 +226,11 @@ def main(args) -> int:
     def save(records: list[dict]) -> None:
         if args.json:
             Path(args.json).write_text(json.dumps({"model": source, "machine": machine, "workload": workload.__dict__,
-                                                   "records": records}, indent=2))
+                                                   "dense_experts_max_rows": experts.DENSE_MAX_ROWS, "records": records},
+                                                  indent=2))
 
-    records = measure(engine, prompts, batches, workload, repeats, save)
+    modes = tuple(m for m in MODES if m in (getattr(args, "modes", None) or ",".join(MODES)).split(","))
+    records = measure(engine, prompts, batches, workload, repeats, save, modes)
     print_table(records)
     if args.json:
         print(f"wrote {args.json}")

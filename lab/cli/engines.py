@@ -4,6 +4,7 @@ Each imports its module only when run."""
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def _bounded(kind, low: float, high: float = float("inf"), low_open: bool = False):
@@ -74,10 +75,15 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="bfloat16", help="with --shape: weight dtype")
     p.add_argument("--device", default="cpu", help="with --shape: cpu or cuda[:N]")
     p.add_argument("--batches", type=_batch_sizes, default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
+    p.add_argument("--text-overrides", type=json.loads, default={},
+                   help="with --shape: text-config fields to override, as JSON (a narrow model: the GPU check's CPU dry run)")
     p.add_argument("--compile-compare", action="store_true",
                    help="eager and compiled model calls side by side: tok/s, operator dispatches per call, host syncs, identity")
     p.add_argument("--stop-check-every", type=_bounded(int, 1), default=None,
                    help="with --compile-compare: denoising steps between reads of the stop flags (default 1; 4 with --shape)")
+    p.add_argument("--dense-experts-max-rows", type=_bounded(int, 0), default=None,
+                   help="with --compile-compare: the compiled path's bound on tokens x experts for the dense experts path "
+                        "(engines/experts.py; 0: never dense, a large number: dense for every call the gathered path does not take)")
     p.set_defaults(func=_lazy_shape_or("lab.bench.engines"))
 
 

@@ -3,7 +3,9 @@
 # NVIDIA GPU; block (16 denoising steps, as vLLM's published figure), AR and verified at batch 1, 4, 8
 # and 16 beside the library's generate() -> $OUT/gpu_26b_a4b.json; then eager against compiled canvas
 # steps (tok/s, ms per call, operator dispatches, host reads, peak memory, identity)
-# -> $OUT/gpu_26b_a4b_compile.json. Each part is bounded (MODES_LIMIT, COMPILE_LIMIT seconds).
+# -> $OUT/gpu_26b_a4b_compile.json; then the compiled path with the dense experts path at every size
+# (engines/experts.py; by default a 256-token canvas takes the grouped path) -> $OUT/gpu_26b_a4b_dense.json.
+# Each part is bounded (MODES_LIMIT, COMPILE_LIMIT, DENSE_LIMIT seconds: 480 in all).
 #   scripts/gpu/wheels.sh                 # here: the wheels a machine without network needs
 #   scripts/gpu/check.sh [OUT] [LAYERS]   # there: LAYERS default 30 (the whole model); 2 for a smoke run
 # Needs torch with CUDA on the machine; installs what else is missing from scripts/gpu/wheels into a
@@ -16,8 +18,10 @@ mkdir -p "$OUT"
 source scripts/gpu/env.sh  # PY: a Python with torch, transformers and the rest (from scripts/gpu/wheels when missing)
 DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 if [ "$DEVICE" = cpu ]; then
-  echo "gpu check: no CUDA device; a dry run on the CPU at 2 layers, batches 1 and 2" >&2
-  LAYERS=2; BATCHES=1,2; EXTRA=(--quick --dtype float32)
+  # A dry run: 2 layers, batches 1 and 2. CHECK_TEXT_OVERRIDES (JSON) narrows the model further and
+  # CHECK_MODES / CHECK_BATCHES pick a subset: what tests/engines/test_gpu_check.py runs.
+  echo "gpu check: no CUDA device; a dry run on the CPU at 2 layers" >&2
+  LAYERS=2; BATCHES=${CHECK_BATCHES:-1,2}; EXTRA=(--quick --dtype float32 --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}")
 else
   BATCHES=1,4,8,16; EXTRA=(--steps 16)
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}: {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}')"
@@ -29,8 +33,12 @@ part() {  # part NAME SECONDS COMMAND...
   timeout "$limit" "$@" || echo "gpu check: part '$name' failed or timed out (exit $?)" >&2
 }
 BENCH=(env PYTHONPATH=. "$PY" -c "from lab.cli.engines import main_bench_engines; raise SystemExit(main_bench_engines())")
-part modes "${MODES_LIMIT:-300}" "${BENCH[@]}" --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --batches "$BATCHES" "${EXTRA[@]}" \
+MODES=${CHECK_MODES:-reference,block,ar,verified}
+part modes "${MODES_LIMIT:-150}" "${BENCH[@]}" --modes "$MODES" --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --batches "$BATCHES" "${EXTRA[@]}" \
   --json "$OUT/gpu_26b_a4b.json" | tee "$OUT/gpu_26b_a4b.txt"
 # eager and compiled canvas steps side by side (tok/s, ms per call, dispatches, host reads, peak memory, identity)
-part compile-compare "${COMPILE_LIMIT:-300}" "${BENCH[@]}" --compile-compare --quick --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
+part compile-compare "${COMPILE_LIMIT:-240}" "${BENCH[@]}" --compile-compare --modes "$MODES" --quick --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
   --batches "$BATCHES" "${EXTRA[@]}" --json "$OUT/gpu_26b_a4b_compile.json" | tee "$OUT/gpu_26b_a4b_compile.txt"
+# the dense experts path at batch 1 (graph-safe, 16x the experts' FLOPs): against the grouped path above
+part dense-experts "${DENSE_LIMIT:-90}" "${BENCH[@]}" --compile-compare --quick --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
+  --batches 1 --modes block "${EXTRA[@]}" --dense-experts-max-rows 100000000 --json "$OUT/gpu_26b_a4b_dense.json" | tee "$OUT/gpu_26b_a4b_dense.txt"

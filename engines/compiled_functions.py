@@ -1,0 +1,36 @@
+"""Functions of tensors that run compiled where a model's calls are (`engines.compiled`).
+
+Besides the encoder and decoder, two pieces of a step are plain functions of tensors: the logits
+head (the tied `lm_head` and the soft cap, `engines.logits.soft_capped_logits`) and the denoising
+step's work after its draws (`engines.canvas_step.settle`). On a compiled model each runs as one
+compiled call (the cap's divide, tanh and multiply fused over the logits instead of three passes);
+on an eager one, as itself. One compiled version per function serves every engine in the process,
+so a second engine on the same shapes reuses the first one's graphs.
+
+Apart from `engines.compiled` because the batch layouts call these and `engines.compiled` switches
+the layouts.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+_versions: dict[Callable, Callable] = {}
+
+
+def is_compiled(model) -> bool:
+    """Whether `model`'s calls are compiled (`engines.compiled.compile_model`) right now."""
+    decoder = model.model.decoder
+    return hasattr(decoder, "_tandem_compiled_forward") and decoder.forward == decoder._tandem_compiled_forward
+
+
+def compiled_version(model, fn: Callable) -> Callable:
+    """`fn` compiled if `model`'s calls are (CUDA graphs on CUDA, as the model's calls), else `fn`."""
+    if not is_compiled(model):
+        return fn
+    if fn not in _versions:
+        mode = "reduce-overhead" if model.device.type == "cuda" else None
+        _versions[fn] = torch.compile(fn, dynamic=True, mode=mode)
+    return _versions[fn]
