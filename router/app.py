@@ -58,6 +58,10 @@ class AppArgs(BaseModel):
     telemetry: str = Field("none", description="OpenTelemetry exporter: none, console, otlp or file:PATH.")
     request_timeout_s: float = Field(
         120.0, gt=0, description="Longest a request waits for its engine(s), failover included, before a 503 (a stream: between two chunks).")
+    client_timeouts: bool = Field(
+        False, description="Honour a client's x-tandem-timeout-s header (seconds): a deadline shorter than request_timeout_s for "
+                           "that request, never a longer one. Off by default: those 503s count as engine timeouts in the metrics, "
+                           "so a deployment turns it on where its clients' deadlines are trusted (the hardening tests do).")
     probe_interval_s: float = Field(POLL_INTERVAL_S, gt=0, description="How often the gateway polls each engine's load and health.")
     probe_timeout_s: float = Field(PROBE_TIMEOUT_S, gt=0, description="A poll slower than this failed; a failed poll soon after a replica died marks its engine down.")
     layout: Literal["split", "shared"] = Field(
@@ -106,5 +110,5 @@ def application(args: dict | None = None, gateway_replicas: int = 1):
         block, ar, **engines, policy_source=a.policy_source, router_model=a.router_model, redis_url=a.redis_url, key_prefix=a.key_prefix,
         admin_token_env=a.admin_token_env, telemetry=a.telemetry, request_timeout_s=a.request_timeout_s,
         probe_interval_s=a.probe_interval_s, probe_timeout_s=a.probe_timeout_s, decisions_log=a.decisions_log.model_dump(),
-        responses_ttl_s=a.responses_ttl_s,
+        responses_ttl_s=a.responses_ttl_s, client_timeouts=a.client_timeouts,
     )

@@ -9,12 +9,16 @@ with usage, a compiled response_format check).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from engines.defaults import DEFAULT_MAX_TOKENS
+from engines.errors import InvalidRequestError
 from engines.skeleton import schema_instruction
 from engines.types import GenerationRequest
 from router.gateway.structured import OutputSpec
 from router.decision.types import RouteRequest
+
+TIMEOUT_HEADER = "x-tandem-timeout-s"  # a client's own deadline (seconds), honoured with the app's client_timeouts
 
 
 @dataclasses.dataclass
@@ -63,3 +67,19 @@ def _route(req, messages: list[dict], headers: dict[str, str], response_format: 
     api_key = headers.get("authorization", "").partition(" ")[2] or None
     return RouteRequest(messages=messages, model=req.model, max_tokens=req.token_budget(), response_format=response_format, tools=tools,
                         stop=req.stop, headers=headers, api_key=api_key)
+
+
+def client_timeout(headers: dict[str, str]) -> float | None:
+    """The deadline a client asks for in `x-tandem-timeout-s` (seconds, a finite number > 0), or
+    None without the header; anything else is a 400 naming the header."""
+    value = headers.get(TIMEOUT_HEADER)
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidRequestError(f"{TIMEOUT_HEADER} must be a positive number of seconds, got {value[:32]!r}",
+                                  param=TIMEOUT_HEADER, code="invalid_value")
+    return seconds

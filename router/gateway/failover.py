@@ -54,15 +54,17 @@ class Failover:
         self.engines, self.view, self.router, self.telemetry = engines, view, router, telemetry
         self.timeout_s, self.on_error = timeout_s, on_error
 
-    async def attempt(self, gen: GenerationRequest, decision, call: Callable[[GenerationRequest], Awaitable]) -> tuple:
+    async def attempt(self, gen: GenerationRequest, decision, call: Callable[[GenerationRequest], Awaitable],
+                      timeout_s: float | None = None) -> tuple:
         """`call(request)` on the engine for `gen.mode`, bounded by the request's deadline
-        (request_timeout_s, failover included) and by the engine's health: nothing is sent to an
+        (`timeout_s`, default request_timeout_s; failover included) and by the engine's health: nothing is sent to an
         engine that is down, and an engine that goes down fails over the requests waiting on it at
         once. On a 503 (failure, timeout, down) once more in the policy's on_engine_failure mode,
         if that engine is up and can finish in the time left. Returns `call`'s result (a tuple's
         items spread) + (ticket, mode, degraded); the caller returns the ticket. Raises the last
         TandemError (a 503 with Retry-After)."""
-        deadline = time.monotonic() + self.timeout_s
+        timeout_s = timeout_s or self.timeout_s
+        deadline = time.monotonic() + timeout_s
         mode, error = gen.mode, None
         for attempt in range(2):
             request = gen if attempt == 0 else dataclasses.replace(gen, mode=mode)
@@ -72,7 +74,7 @@ class Failover:
                     out = EngineUnavailableError(f"the {mode} engine is down (its replica is restarting)")
                 else:
                     ticket = self._dispatch(request, decision)
-                    out = await self._bounded(call(request), engine, mode, deadline)
+                    out = await self._bounded(call(request), engine, mode, deadline, timeout_s)
                     if not isinstance(out, TandemError):
                         if isinstance(out, GenerationResult):
                             engine_span(self.telemetry.tracer, span, out)
@@ -87,7 +89,7 @@ class Failover:
         self.on_error(error.status, code=error.code, decision=decision, mode=mode)
         raise error
 
-    async def _bounded(self, work: Awaitable, engine: str, mode: str, deadline: float):
+    async def _bounded(self, work: Awaitable, engine: str, mode: str, deadline: float, timeout_s: float):
         """`work`'s result, or the TandemError that ends the wait: the deadline passed, the engine
         went down, the engine failed. The abandoned work is cancelled (`cancelling`: the engine
         drops its row at the next step)."""
@@ -102,7 +104,7 @@ class Failover:
             task.cancel()
             if went_down.done():
                 return EngineUnavailableError(f"the {mode} engine went down")
-            return EngineUnavailableError(f"the {mode} engine did not answer in {self.timeout_s:.0f} s", code="engine_timeout")
+            return EngineUnavailableError(f"the {mode} engine did not answer in {timeout_s:g} s", code="engine_timeout")
         exc = task.exception()
         if exc is None:
             return task.result()

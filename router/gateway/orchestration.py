@@ -32,7 +32,7 @@ from engines.prompt_bounds import check_chars
 from engines.types import GenerationRequest, GenerationResult
 from router.gateway.answers import closing_chunks, delta_chunks, whole_answer
 from router.gateway.openai_api import DONE, chat_chunk, new_id, sse
-from router.gateway.calls import Call
+from router.gateway.calls import Call, client_timeout
 from router.gateway.decision_feed import DecisionFeed, feed_entry
 from router.decision.engine_health import replica_died
 from router.decision.layouts import SHARED, SPLIT
@@ -70,6 +70,7 @@ class Gateway:
         max_body_bytes: int = MAX_BODY_BYTES,
         decisions_log: dict | None = None,
         responses_ttl_s: int = 24 * 3600,  # router.gateway.responses_store.DEFAULT_TTL_S (the app passes it)
+        client_timeouts: bool = False,  # honour a client's shorter deadline (x-tandem-timeout-s): router.app.AppArgs
         shared_engine=None,  # the shared layout's one engine (then block_engine and ar_engine are None)
     ):
         from policies.stores import store_kind
@@ -99,7 +100,7 @@ class Gateway:
         # the router prices modes (cost-aware routing) with the profile the view fetches from the engines
         self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost),
                                 poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s, layout=self.layout)
-        self.timeout_s = request_timeout_s
+        self.timeout_s, self.client_timeouts = request_timeout_s, client_timeouts
         self.failover = Failover(self.engines, self.view, self.router, self.telemetry, request_timeout_s, on_error=self._error)
         self.max_body_bytes = max_body_bytes
         self._background: set[asyncio.Task] = set()
@@ -121,6 +122,7 @@ class Gateway:
         """Route `call`, run it, answer it (JSONResponse or StreamingResponse). Raises TandemError."""
         await self.view.ready()
         self._check_length(call)
+        timeout_s = self._timeout(headers)
         call.request_id = headers.get("x-request-id") or new_id("chatcmpl" if call.chat else "cmpl")
         call.route = call.route.model_copy(update={"request_id": call.request_id})  # the shadow-verification draw
         started = time.perf_counter()
@@ -143,11 +145,11 @@ class Gateway:
             )
             out_headers = decision.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
             if call.stream:
-                stream, first, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.open_stream)
+                stream, first, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.open_stream, timeout_s)
                 out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
-                body = self._stream_chunks(call, stream, first, ticket, decision, mode, degraded, started)
+                body = self._stream_chunks(call, stream, first, ticket, decision, mode, degraded, started, timeout_s)
                 return StreamingResponse(body, media_type="text/event-stream", headers=out_headers)
-            result, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.call_generate)
+            result, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.call_generate, timeout_s)
             self.view.returned(ticket, ok=True, stats=result.stats)
             await self._check_content(call, result)
             self._finish(call, gen, result, mode, degraded, decision, started, ticket)
@@ -165,6 +167,18 @@ class Gateway:
             self._error(exc.status, code=exc.code)
             raise
 
+    def _timeout(self, headers: dict[str, str]) -> float:
+        """This request's deadline: request_timeout_s, or the client's shorter `x-tandem-timeout-s`
+        where the app honours it (client_timeouts); a longer one changes nothing."""
+        if not self.client_timeouts:
+            return self.timeout_s
+        try:
+            asked = client_timeout(headers)
+        except TandemError as exc:
+            self._error(exc.status, code=exc.code)
+            raise
+        return self.timeout_s if asked is None else min(asked, self.timeout_s)
+
     async def _check_content(self, call: Call, result: GenerationResult) -> None:
         """The grammar makes a finished JSON answer parse and validate; this guard says so loudly
         (a 422, never a silent 200) if a grammar and its schema ever disagree."""
@@ -180,7 +194,7 @@ class Gateway:
     # ---- streaming ----------------------------------------------------------------------------------------
 
     async def _stream_chunks(self, call: Call, stream, first, ticket: Ticket, decision, mode: str, degraded: bool,
-                             started: float) -> AsyncIterator[str]:
+                             started: float, timeout_s: float) -> AsyncIterator[str]:
         created = int(time.time())
         finished, stats = False, None
         reader = CallReader(bool(call.output.callable))
@@ -209,7 +223,7 @@ class Gateway:
                     yield sse(item.body())
                     break
                 try:
-                    item = await asyncio.wait_for(stream.__anext__(), timeout=self.timeout_s)
+                    item = await asyncio.wait_for(stream.__anext__(), timeout=timeout_s)
                 except StopAsyncIteration:
                     item = None
         except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
