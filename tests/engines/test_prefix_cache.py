@@ -54,6 +54,35 @@ def test_reused_prefixes_give_the_same_output_alone_and_batched(engines, mode, d
     assert [r.stats.forwards for r in alone] == [r.stats.forwards for r in expected]  # the prefill is still one call
 
 
+@pytest.mark.parametrize("mode", ["ar", "block", "verified"])
+def test_a_reused_head_is_not_encoded_again(engines, mode, monkeypatch):
+    """The cache's saving, counted where it is made instead of timed (a timing is the benchmark's,
+    `tandem bench prefix`): a request on a stored head encodes exactly that many positions fewer
+    than the same request without the cache; cold, it encodes every one, as without it."""
+    from engines.batch import SequenceBatch
+
+    cached, plain = engines
+    cached.prefix_cache.clear()
+    encoded = [0]
+    encode = SequenceBatch.encode
+
+    def counting(self, tokens, valid=None, logits="last"):  # the real encode, its positions counted
+        encoded[0] += int(valid.sum()) if valid is not None else tokens.numel()
+        return encode(self, tokens, valid, logits)
+
+    monkeypatch.setattr(SequenceBatch, "encode", counting)
+    request = turn(QUESTIONS[0], mode)
+
+    def positions(engine):
+        encoded[0] = 0
+        result = engine.generate(request)
+        return encoded[0], result
+
+    (cold, _), (warm, reused), (without, expected) = positions(cached), positions(cached), positions(plain)
+    assert reused.token_ids == expected.token_ids and reused.stats.prefix_tokens_reused > 0
+    assert cold == without and warm == without - reused.stats.prefix_tokens_reused, (cold, warm, without)
+
+
 def test_a_head_the_template_does_not_repeat_or_a_short_one_is_not_cached(engines):
     cached, _ = engines
     one_message = GenerationRequest(messages=[{"role": "user", "content": SYSTEM + QUESTIONS[0]}], mode="ar", max_new_tokens=4)
