@@ -27,6 +27,7 @@ GATEWAY_REPLICAS = 2
 BODY_TIMEOUT_S = 3.0  # TANDEM_BODY_TIMEOUT_S of the hardening app (the shipped default: 30 s)
 APP_ARGS = {
     "request_timeout_s": 8,
+    "client_timeouts": True,  # x-tandem-timeout-s: test_cancellation ends a request at a deadline it derives from the machine
     "engine": {"threads": 1, "max_batch_size": 8, "max_queue": 64},  # the shipped default
 }
 
