@@ -15,7 +15,7 @@ import re
 import jsonschema
 import llguidance
 import pytest
-from hypothesis import HealthCheck, event, given, seed, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engines.closer import after_text
@@ -157,8 +157,7 @@ def spec_for(tools_, schema, choice):
     return tools_spec(tools_, named if choice == "named" else choice)
 
 
-@settings(max_examples=60, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@seed(35)
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), mode=st.sampled_from(["ar", "verified", "block"]), max_tokens=st.integers(1, 256), temperature=st.sampled_from([0.0, 1.0]),
        sample_seed=st.integers(0, 2**16))
 def test_every_answer_validates_within_max_tokens_or_is_refused_before_decoding(engine, data, mode, max_tokens, temperature, sample_seed):
