@@ -89,7 +89,9 @@ def hardening_redis(tmp_path_factory):
 @contextlib.contextmanager
 def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env: tuple[str, ...] = (), gateway_replicas: int = 1):
     """The app (tests/hardening/serve_app.py, start_app) in its own process and Ray cluster, on a
-    free port; yields (url, port) once /ready answers, stops it (SIGTERM, then SIGKILL) after."""
+    free port; yields (url, port) once /ready answers and serve_app.py has printed READY (after its
+    SESSION_DIR, which the log readers need: /ready answers a moment before), stops it (SIGTERM,
+    then SIGKILL) after."""
     port = free_port()
     full_env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS" and k not in drop_env} | {
         "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
@@ -103,7 +105,7 @@ def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env
         while True:
             assert proc.poll() is None, f"the app exited ({proc.returncode}); see {out / 'serve_app.log'}"
             try:
-                if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                if httpx.get(f"{url}/ready", timeout=5).status_code == 200 and "READY" in (out / "serve_app.log").read_text().splitlines():
                     break
             except httpx.HTTPError:
                 pass
