@@ -125,7 +125,8 @@ def test_a_request_the_gateway_gives_up_on_frees_its_engine_row(app_url, model, 
     which the hardening app honours), DEADLINE_ROUND_TRIPS of this machine's one-token round trips
     under this load. So the row is in the batch before it passes, and it passes long before a
     4,000-token answer in a full batch can end (thousands of steps in AR, one token each, where a
-    round trip is a step or two plus the hops), on a fast machine as on a busy one. The engine's
+    round trip is a step or two plus the hops), on a fast machine as on a busy one (here: deadlines
+    of 1.5-6.1 s, where such an answer takes ~40 s in AR and over 8 s in verified). The engine's
     mid-batch admissions show the row joined the batch before it was dropped, not that it was
     cancelled in the queue."""
     with busy_batch(app_url, model, engine, rows=BATCH - 1):
