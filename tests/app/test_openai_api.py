@@ -28,9 +28,10 @@ def test_chat_completion_with_decision_headers_and_body(client):
     assert raw.headers["x-tandem-policy-version"].isdigit()
     assert raw.headers["x-request-id"] == completion.id
     choice = completion.choices[0]
-    assert choice.message.role == "assistant" and isinstance(choice.message.content, str)
-    assert choice.finish_reason in ("stop", "length")
+    assert choice.message.role == "assistant" and choice.message.content is not None
     assert 0 < completion.usage.completion_tokens <= 6
+    # no grammar, no stop strings: the answer ends at a stop token, or at max_tokens as "length"
+    assert choice.finish_reason == ("length" if completion.usage.completion_tokens == 6 else "stop")
     assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
     tandem = completion.model_extra["tandem"]
     assert tandem["mode"] == raw.headers["x-tandem-mode"] and tandem["reason"] and tandem["tokens_per_forward"] > 0
@@ -62,8 +63,8 @@ def test_verified_equals_ar_through_the_api(client):
 def test_text_completion(client):
     completion = client.completions.create(model="tandem-ar", prompt="The quick brown fox", max_tokens=5)
     assert completion.object == "text_completion"
-    assert isinstance(completion.choices[0].text, str)
-    assert completion.usage.completion_tokens <= 5
+    assert 0 < completion.usage.completion_tokens <= 5
+    assert completion.choices[0].finish_reason == ("length" if completion.usage.completion_tokens == 5 else "stop")
 
 
 def test_streaming_chunks_arrive_before_the_end(client):

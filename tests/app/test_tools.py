@@ -79,7 +79,8 @@ def test_streamed_tool_call_deltas_join_to_the_whole_call(client):
 
 def test_tool_choice_none_answers_text(client):
     r = client.chat.completions.create(model="tandem-ar", messages=ASK, tools=[WEATHER], tool_choice="none", max_tokens=8)
-    assert r.choices[0].message.tool_calls is None and r.choices[0].finish_reason in ("stop", "length")
+    # no grammar, no stop strings: the answer ends at a stop token, or at max_tokens as "length"
+    assert r.choices[0].message.tool_calls is None and r.choices[0].finish_reason == ("length" if r.usage.completion_tokens == 8 else "stop")
 
 
 def test_a_tool_result_round_trips_through_the_history(client):
