@@ -30,7 +30,7 @@ def test_an_agent_calls_its_tool_and_finishes(agents_url, api):
     agent = weather_agent(model, calls)
     result = asyncio.run(Runner.run(agent, "What is the weather in San Francisco, CA?", max_turns=4,
                                     run_config=RunConfig(tracing_disabled=True)))
-    assert calls and all(isinstance(c, str) and c for c in calls), "the tool was never called with a location"
+    assert calls and all(c.strip() for c in calls), f"the tool was never called with a location: {calls}"
     kinds = [item.type for item in result.new_items]
     assert "tool_call_item" in kinds and "tool_call_output_item" in kinds
-    assert kinds[-1] == "message_output_item" and isinstance(result.final_output, str)
+    assert kinds[-1] == "message_output_item" and result.final_output.strip(), "the run ended without an answer"
