@@ -34,7 +34,9 @@ def test_chat_completion_with_decision_headers_and_body(client):
     assert choice.finish_reason == ("length" if completion.usage.completion_tokens == 6 else "stop")
     assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
     tandem = completion.model_extra["tandem"]
-    assert tandem["mode"] == raw.headers["x-tandem-mode"] and tandem["reason"] and tandem["tokens_per_forward"] > 0
+    assert tandem["mode"] == raw.headers["x-tandem-mode"] and tandem["reason"]
+    # the answer's tokens over the model calls after the prefill (engines.types.DecodeStats)
+    assert tandem["tokens_per_forward"] == round(completion.usage.completion_tokens / max(1, tandem["forwards"] - 1), 3)
 
 
 @pytest.mark.parametrize("model,mode", [("tandem-block", "block"), ("tandem-verified", "verified"), ("tandem-ar", "ar")])
