@@ -81,11 +81,9 @@ class StaticSequenceBatch(SequenceBatch):
     def denoise(self, canvas: torch.Tensor, self_conditioning: torch.Tensor | None, inputs=None) -> torch.Tensor:
         positions, masks = inputs or self.canvas_inputs(canvas.shape[1])
         with self_conditioned_by(self.model, self_conditioning):
-            out = self.model.model.decoder(
-                decoder_input_ids=canvas, cache=self.cache, decoder_attention_mask=masks, decoder_position_ids=positions
-            )
+            logits = compiled_version(self.model, decoder_logits)(self.model, canvas, self.cache, masks, positions)
         self.decoder_calls += 1
-        return compiled_version(self.model, soft_capped_logits)(self.model, out.last_hidden_state)  # (B, C, V)
+        return logits  # (B, C, V)
 
     def keep_slots(self, length: int) -> None:
         if length >= self.written:
@@ -146,6 +144,13 @@ class StaticSequenceBatch(SequenceBatch):
     def _moved_to(self, written: int) -> None:
         self.written = written
         self.cache.write.fill_(written)
+
+
+def decoder_logits(model, canvas: torch.Tensor, cache: SlotCache, masks: dict, positions: torch.Tensor) -> torch.Tensor:
+    """A canvas step's model call and its logits head as one function: one compiled call per step
+    where the model is compiled (a call's guards and launch paid once, the soft cap fused after the head)."""
+    out = model.model.decoder(decoder_input_ids=canvas, cache=cache, decoder_attention_mask=masks, decoder_position_ids=positions)
+    return soft_capped_logits(model, out.last_hidden_state)
 
 
 def as_static(batch: SequenceBatch) -> StaticSequenceBatch:
