@@ -64,7 +64,7 @@ class EngineView:
     overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
     # Whether its present `LoadState` is IDLE (the load the cost profile was measured at), and the
     # modes it has answered requests of in its present state: under load a move to another mode
-    # waits for evidence of what that mode costs there (`Router._faster_at_equal_quality`).
+    # waits for evidence of what that mode costs there (`Router.faster_at_equal_quality`).
     idle: bool = True
     seen: frozenset[str] = frozenset()
 

@@ -242,6 +242,7 @@ class Gateway:
         s = result.stats
         return {
             "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
+            "trace": decision.trace,
             "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
             "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
             "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": degraded,
