@@ -99,8 +99,10 @@ class Router:
         ).made_by(policy)
 
     def draft_key(self, decision: Decision) -> DraftKey:
-        """What a decided request's verified draft share is counted and priced under."""
-        return DraftKey(decision.task, block_agrees(decision.agreement, decision.policy or self.policy))
+        """What a decided request's verified draft share is counted and priced under (by the policy
+        snapshot that made the decision: a newer agreement_floor does not re-key a request in flight)."""
+        assert decision.policy is not None, "draft_key needs a decision made by Router.decide (it carries its policy)"
+        return DraftKey(decision.task, block_agrees(decision.agreement, decision.policy))
 
     def faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
                                  block_agrees: bool = True):

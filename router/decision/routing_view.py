@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from engines.cost import CostProfile
 from engines.prompt_bounds import PromptLimit
 from engines.types import ENGINE_OF_MODE, DecodeStats, EngineLoad, GenerationRequest
+from router.decision.engine_client import EngineClient
 from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
 from router.decision.layouts import SPLIT, EngineViews, Layout
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
@@ -114,11 +115,11 @@ class Ticket:
 class RoutingView:
     """Loads, queues, in-flight counts, backlog and calibration of the engines behind one gateway.
 
-    `engines` maps an engine name ("block", "ar"; "shared") to its deployment handle, and `layout`
+    `engines` maps an engine name ("block", "ar"; "shared") to its `EngineClient`, and `layout`
     says which modes each serves (router.decision.layouts); `telemetry` (optional) gets each poll's
     queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
 
-    def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
+    def __init__(self, engines: dict[Engine, EngineClient], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
                  probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S, layout: Layout = SPLIT):
         self.engines = engines
         self.layout = layout
@@ -186,7 +187,7 @@ class RoutingView:
         """The engines' cost profile (None when they have none: cost-aware routing is then off) and their
         canvas and prompt limits. Returns whether both answered."""
         try:
-            self.cost = await asyncio.wait_for(self.engines[self.layout.engine("block")].cost_profile.remote(), timeout=self.facts_timeout_s)
+            self.cost = await asyncio.wait_for(self.engines[self.layout.engine("block")].cost_profile(), timeout=self.facts_timeout_s)
             if self.cost is not None and self.on_cost is not None:
                 self.on_cost(self.cost)
             if self.cost is None:
@@ -195,18 +196,18 @@ class RoutingView:
             log.warning("no answer from the engines for their cost profile yet: asked again at the next poll")
             return False
         try:
-            info = await asyncio.wait_for(self.engines[self.layout.engine("block")].info.remote(), timeout=self.facts_timeout_s)
+            info = await asyncio.wait_for(self.engines[self.layout.engine("block")].info(), timeout=self.facts_timeout_s)
             self.canvas_limit = info.canvas_length
             self.prompt_limit = PromptLimit(info.context_length, info.max_chars_per_token)
         except Exception:
             return False  # the engine itself refuses an oversized canvas meanwhile
         return True
 
-    async def _probe(self, name: Engine, handle) -> None:
+    async def _probe(self, name: Engine, handle: EngineClient) -> None:
         """One load poll of one engine, which is also its health probe. A failed one is a busy
         engine unless Ray says its replicas died (router.decision.engine_health)."""
         try:
-            load = self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
+            load = self._polled[name] = await asyncio.wait_for(handle.load(), timeout=self.probe_timeout_s)
             self._finished_since_poll[name] = 0
             self.health.answered_by(name, load.replica)
             self.health.probed(name, ok=True)

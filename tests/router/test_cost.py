@@ -584,23 +584,23 @@ def test_the_view_hands_the_engines_cost_profile_to_the_router():
 
     from router.decision.routing_view import RoutingView
 
-    class Method:
-        def __init__(self, value):
-            self.value = value
-
-        async def remote(self):
-            return self.value
-
-    class Handle:
+    class Engine:  # the EngineClient calls the view makes (router.decision.engine_client)
         def __init__(self, profile):
-            self.cost_profile = Method(profile)
-            self.info = Method(None)
-            self.load = Method(EngineLoad(queued=0, running=0, capacity=8, max_queue=64))
+            self.profile = profile
+
+        async def cost_profile(self):
+            return self.profile
+
+        async def info(self):
+            return None
+
+        async def load(self):
+            return EngineLoad(queued=0, running=0, capacity=8, max_queue=64)
 
     got = []
 
     async def run():
-        rv = RoutingView({"block": Handle(BY_CANVAS), "ar": Handle(None)}, on_cost=got.append)
+        rv = RoutingView({"block": Engine(BY_CANVAS), "ar": Engine(None)}, on_cost=got.append)
         await rv.ready()
         rv._poller.cancel()
         return rv
