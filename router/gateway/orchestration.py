@@ -30,8 +30,7 @@ from engines.errors import EngineUnavailableError, TandemError
 from router.gateway.errors import UnprocessableError
 from engines.prompt_bounds import check_chars
 from engines.types import GenerationRequest, GenerationResult
-from router.gateway.answers import closing_chunks, delta_chunks, whole_answer
-from router.gateway.openai_api import DONE, chat_chunk, new_id, sse
+from router.gateway.answers import DONE, closing_chunks, delta_chunks, error_event, new_id, opening_chunks, whole_answer
 from router.gateway.calls import Call, client_timeout
 from router.gateway.decision_feed import DecisionFeed, feed_entry
 from router.decision.engine_health import replica_died
@@ -201,8 +200,8 @@ class Gateway:
         finished, stats = False, None
         reader = CallReader(bool(call.output.callable))
         try:
-            if call.chat:
-                yield chat_chunk(call.request_id, call.model, created, delta={"role": "assistant", "content": ""})
+            for chunk in opening_chunks(call, created):
+                yield chunk
             item, first_token = attempt.first, True
             while item is not None:
                 if isinstance(item, str):
@@ -222,7 +221,7 @@ class Gateway:
                     break
                 elif isinstance(item, TandemError):
                     self._error(item.status, code=item.code, decision=decision, mode=mode)
-                    yield sse(item.body())
+                    yield error_event(item)
                     break
                 try:
                     item = await asyncio.wait_for(stream.__anext__(), timeout=attempt.timeout_s)
@@ -232,7 +231,7 @@ class Gateway:
             if replica_died(exc):
                 self.view.health.died(self.layout.engine(mode))
             self._error(503, code="engine_unavailable", decision=decision, mode=mode)
-            yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
+            yield error_event(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
         finally:
             self.view.returned(attempt.ticket, ok=finished, stats=stats)
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step

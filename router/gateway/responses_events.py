@@ -1,6 +1,6 @@
 """A streamed chat completion as the Responses API's server-sent events.
 
-`ResponseEvents` reads the chat chunks the gateway streams (`router.gateway.openai_api.chat_chunk`: role,
+`ResponseEvents` reads the chat chunks the gateway streams (`router.gateway.answers.chat_chunk`: role,
 content deltas; a tool call's index, id and name, then its argument fragments; a closing chunk with
 finish_reason and `tandem`; a usage-only chunk; or an in-band `{"error": ...}`) and writes OpenAI's
 events in OpenAI's order, each numbered by `sequence_number`:
