@@ -15,6 +15,7 @@ import uuid
 from engines.errors import TandemError
 from engines.types import GenerationResult
 from router.gateway.calls import Call
+from router.gateway.outcome import Attempt
 from router.gateway.tool_calls import read_answer
 
 DONE = "data: [DONE]\n\n"  # a stream's last event
@@ -104,12 +105,25 @@ def error_event(error: TandemError) -> str:
     return sse(error.body())
 
 
+def tandem_object(attempt: Attempt, result: GenerationResult) -> dict:
+    """The response body's `tandem` object: how the request was routed and served."""
+    s, decision, mode = result.stats, attempt.decision, attempt.mode
+    return {
+        "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
+        "trace": decision.trace, "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
+        "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
+        "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": attempt.degraded,
+        "closed_early": s.closed_early,
+    } | ({"slot_tokens_block": s.slot_tokens_block, "slot_tokens_ar": s.slot_tokens_ar} if s.slot_tokens_block is not None else {})
+
+
 def result_usage(result: GenerationResult) -> dict:
     return usage(result.stats.prompt_tokens, result.stats.output_tokens)
 
 
-def whole_answer(call: Call, result: GenerationResult, tandem: dict) -> dict:
+def whole_answer(call: Call, attempt: Attempt) -> dict:
     """The response body of a non-streamed request."""
+    result, tandem = attempt.result, tandem_object(attempt, attempt.result)
     if not call.chat:
         return completion_response(call.request_id, call.model, result.text, result.finish_reason, result_usage(result), tandem,
                                    completion_logprobs(result.logprobs))
@@ -141,10 +155,10 @@ def delta_chunks(call: Call, created: int, events: list[tuple]) -> list[str]:
     return out
 
 
-def closing_chunks(call: Call, created: int, finish_reason: str, result: GenerationResult, tandem: dict) -> list[str]:
+def closing_chunks(call: Call, created: int, finish_reason: str, result: GenerationResult, attempt: Attempt) -> list[str]:
     """The finish_reason chunk (with the `tandem` object, and every token's logprobs when asked:
     clients join chunks' logprobs, so one list at the end reads the same), then usage when asked."""
-    rid, model = call.request_id, call.model
+    rid, model, tandem = call.request_id, call.model, tandem_object(attempt, result)
     if call.chat:
         out = [chat_chunk(rid, model, created, delta={}, finish_reason=finish_reason, tandem=tandem, logprobs=chat_logprobs(result.logprobs))]
     else:

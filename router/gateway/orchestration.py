@@ -155,7 +155,7 @@ class Gateway:
             self.view.returned(attempt.ticket, ok=True, stats=result.stats)
             await self._check_content(call, result)
             self._finish(call, attempt, result)
-            return JSONResponse(whole_answer(call, result, self._tandem(attempt, result)), headers=out_headers)
+            return JSONResponse(whole_answer(call, attempt), headers=out_headers)
 
     def _check_length(self, call: Call) -> None:
         """Refuse a prompt that certainly cannot fit the engines' context by its length alone, before
@@ -216,7 +216,7 @@ class Gateway:
                     for chunk in delta_chunks(call, created, reader.finish()):
                         yield chunk
                     finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
-                    for chunk in closing_chunks(call, created, finish, item, self._tandem(attempt, item)):
+                    for chunk in closing_chunks(call, created, finish, item, attempt):
                         yield chunk
                     break
                 elif isinstance(item, TandemError):
@@ -238,17 +238,6 @@ class Gateway:
         yield DONE
 
     # ---- outcome: stats, metrics, shadow verification, decision log ---------------------------------------
-
-    def _tandem(self, attempt: Attempt, result: GenerationResult) -> dict:
-        """The response body's `tandem` object: how the request was routed and served."""
-        s, decision, mode = result.stats, attempt.decision, attempt.mode
-        return {
-            "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
-            "trace": decision.trace, "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
-            "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
-            "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": attempt.degraded,
-            "closed_early": s.closed_early,
-        } | ({"slot_tokens_block": s.slot_tokens_block, "slot_tokens_ar": s.slot_tokens_ar} if s.slot_tokens_block is not None else {})
 
     def _finish(self, call: Call, attempt: Attempt, result: GenerationResult) -> None:
         """The answered request's Outcome, built once, to stats, the feed, metrics, and (off the

@@ -34,6 +34,7 @@ class Attempt:
         """Response headers that say where it was answered (beside the decision's own)."""
         return {"x-tandem-mode": self.mode} | ({"x-tandem-degraded": "true"} if self.degraded else {})
 
+
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     """One answered request, as its records keep it (no prompt or answer text)."""
