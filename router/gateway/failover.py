@@ -152,11 +152,11 @@ class Failover:
 
     def _dispatch(self, gen: GenerationRequest, decision: Decision) -> Ticket:
         cost, estimate, service = self.router.cost, None, None
+        key = self.router.draft_key(decision)  # what its verified draft share is counted under
         if cost is not None:
             tokens = gen.expected_tokens or 1  # the router's p90 under the request's cap (Gateway.serve)
             steps = gen.max_denoising_steps or cost.steps
             prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
-            key = self.router.draft_key(decision)
             estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
             engine = view.get(self.view.layout.engine(gen.mode))
             cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
@@ -169,4 +169,4 @@ class Failover:
                                                    agrees=key.agrees)
 
             return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
-        return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=self.router.draft_key(decision).agrees)
+        return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=key.agrees)
