@@ -28,7 +28,7 @@ from engines.defaults import MIN_PREFIX_TOKENS
 from router.decision.layouts import engine_of
 from router.decision.features import PromptSize, extract_features, prompt_size
 from router.decision.live_costs import DraftKey
-from router.decision.routing_view import EngineView
+from router.decision.engine_view import EngineView
 from router.decision.rules import RouteContext, apply, block_agrees, forcing
 from router.decision.types import Decision, Prediction, RouteRequest
 
@@ -71,7 +71,7 @@ class Router:
     def decide(self, request: RouteRequest | dict[str, Any], view: Mapping[str, EngineView] | None = None) -> Decision:
         """The decision for one request. `view` maps an engine ("block", "ar"; "shared" in the shared
         layout, `router.decision.layouts`) to what routing knows
-        of it now (`router.decision.routing_view.EngineView`), read only when the policy's load_aware is
+        of it now (`router.decision.engine_view.EngineView`), read only when the policy's load_aware is
         enabled: its queue ratio for spilling, its occupancy, backlog and calibration with
         `self.cost` (an `engines.cost.CostProfile`) when load_aware.cost_aware is on. Raises a
         RouterError (router.decision.errors) for refused requests."""

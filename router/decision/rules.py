@@ -42,7 +42,7 @@ from engines.types import MODES
 from router.decision.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
 from router.decision.features import PromptSize
 from router.decision.layouts import engine_of
-from router.decision.routing_view import EngineView
+from router.decision.engine_view import EngineView
 from router.decision.types import Prediction, RouteRequest
 
 if TYPE_CHECKING:

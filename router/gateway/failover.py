@@ -25,7 +25,8 @@ from router.decision.decide import expected_cached_tokens
 from router.decision.engine_client import EngineClient
 from router.decision.engine_health import RETRY_AFTER_S, replica_died
 from router.decision.features import PromptSize
-from router.decision.routing_view import RoutingView, Ticket
+from router.decision.engine_view import Ticket
+from router.decision.routing_view import RoutingView
 from router.decision.types import Decision
 from router.gateway.outcome import Attempt
 from router.gateway.telemetry import engine_span

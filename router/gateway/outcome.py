@@ -12,7 +12,7 @@ import time
 from engines.errors import TandemError
 from engines.types import GenerationRequest, GenerationResult
 from router.decision.engine_client import EngineStream
-from router.decision.routing_view import Ticket
+from router.decision.engine_view import Ticket
 from router.decision.types import Decision
 
 @dataclasses.dataclass

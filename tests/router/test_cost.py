@@ -15,7 +15,8 @@ from policies.schema import DEFAULT_TASK_MODES
 from router import Router
 from engines.types import EngineLoad, GenerationRequest
 from router.decision.live_costs import DraftKey
-from router.decision.routing_view import EngineView, RoutingView
+from router.decision.engine_view import EngineView
+from router.decision.routing_view import RoutingView
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
 # A CPU-like profile: a canvas step costs ~4 AR steps at batch 1, ~10 at batch 8.

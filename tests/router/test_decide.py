@@ -154,7 +154,7 @@ def test_shadow_verify_is_deterministic_per_request_and_follows_the_rate(route):
 
 
 def test_load_aware_routing_can_be_switched_off_and_spills_when_on(route):
-    from router.decision.routing_view import EngineView
+    from router.decision.engine_view import EngineView
 
     full_block = {"block": EngineView(queue_ratio=0.95), "ar": EngineView(queue_ratio=0.2)}
     d = route(load_aware={"enabled": False}).decide(req(), full_block)

@@ -14,7 +14,7 @@ from policies.stores import default_policy
 from router import RouteRequest, Router
 from router.decision import rules
 from router.decision.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
-from router.decision.routing_view import EngineView
+from router.decision.engine_view import EngineView
 from router.decision.rules import RULES, RouteContext, apply
 from router.decision.types import Prediction
 
