@@ -24,7 +24,8 @@ import json
 import time
 from collections.abc import AsyncIterable, AsyncIterator
 
-from router.gateway.responses_api import ResponsesRequest, function_call_item, message_item, new_item_id, response_object, response_usage
+from router.gateway.responses_answers import function_call_item, message_item, new_item_id, response_object, response_usage
+from router.gateway.responses_api import ResponsesRequest
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 # Tandem's error type -> a code OpenAI's ResponseError allows (anything else: server_error)
