@@ -294,7 +294,8 @@ class Gateway:
         return accepted
 
     def _log_decision(self, route, decision, outcome: Outcome) -> None:
-        from router.gateway.decisions_log import log_decision, request_features
+        from router.gateway.decision_entry import request_features
+        from router.gateway.decisions_log import log_decision
 
         if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome.record(), self.decisions_log,
                             stream=self.decisions_stream):

@@ -12,7 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from router.gateway import decisions_log
-from router.gateway.decisions_log import DecisionsLogSettings, entry_weight, log_decision, request_features
+from router.gateway.decision_entry import request_features
+from router.gateway.decisions_log import DecisionsLogSettings, entry_weight, log_decision
 from lab.routing.decisions import read_decisions, to_training_record
 from router.decision.features import NUMERIC_FEATURES
 from router.decision.types import RouteRequest
