@@ -123,8 +123,12 @@ class Gateway:
     async def serve(self, call: Call, headers: dict[str, str]):
         """Route `call`, run it, answer it (JSONResponse or StreamingResponse). Raises TandemError."""
         await self.view.ready()
-        self._check_length(call)
-        timeout_s = self._timeout(headers)
+        try:
+            self._check_length(call)
+            timeout_s = self._timeout(headers)
+        except TandemError as exc:  # refused before routing: counted, with no decision
+            self._error(exc.status, code=exc.code)
+            raise
         call.request_id = headers.get("x-request-id") or new_id("chatcmpl" if call.chat else "cmpl")
         call.route = call.route.model_copy(update={"request_id": call.request_id})  # the shadow-verification draw
         started = time.perf_counter()
@@ -160,24 +164,13 @@ class Gateway:
     def _check_length(self, call: Call) -> None:
         """Refuse a prompt that certainly cannot fit the engines' context by its length alone, before
         routing reads it or an engine gets it (engines.prompt_bounds: no tokenizer, a 400 in ms)."""
-        if (limit := self.view.prompt_limit) is None:  # no engine info yet: the engine refuses it as cheaply
-            return
-        try:
+        if (limit := self.view.prompt_limit) is not None:  # no engine info yet: the engine refuses it as cheaply
             check_chars(call.gen.messages, call.gen.prompt, call.gen.max_new_tokens, limit)
-        except TandemError as exc:
-            self._error(exc.status, code=exc.code)
-            raise
 
     def _timeout(self, headers: dict[str, str]) -> float:
         """This request's deadline: request_timeout_s, or the client's shorter `x-tandem-timeout-s`
         where the app honours it (client_timeouts); a longer one changes nothing."""
-        if not self.client_timeouts:
-            return self.timeout_s
-        try:
-            asked = client_timeout(headers)
-        except TandemError as exc:
-            self._error(exc.status, code=exc.code)
-            raise
+        asked = client_timeout(headers) if self.client_timeouts else None
         return self.timeout_s if asked is None else min(asked, self.timeout_s)
 
     async def _check_content(self, call: Call, result: GenerationResult) -> None:
