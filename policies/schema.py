@@ -14,8 +14,9 @@ Notable choices:
   leaves out on read; a *write* must state every field (`missing_fields`), so a forgotten field
   never turns into a silent schema default in a new live version. A write that means to change
   only some fields says so: it is a patch (`policies.stores.base.merge_patch`).
-- `route_for(task, tokens)` is the one place the task/length rule lives: the router uses it
-  for live decisions and `lab.routing.dataset` uses it to label the data set's expected mode.
+- `task_mode` and `too_long_for` are the one place the task/length rule lives: the router's
+  rules use them for live decisions and `route_for` (both at once) labels the data set's
+  expected mode in `lab.routing.dataset`.
 - API keys may be written in the clear or as `sha256:<hex digest>`, so a policy in Redis or in
   git need not hold secrets.
 """
@@ -269,13 +270,20 @@ class Policy(_Strict):
             hit = self.api_keys.get("sha256:" + hashlib.sha256(api_key.encode()).hexdigest())
         return hit
 
+    def task_mode(self, task: str, task_modes: dict[str, str] | None = None) -> str:
+        """The default mode of a task type: `task_modes` (a key's) over the policy's, else fallback_mode."""
+        return (task_modes or {}).get(task) or self.task_modes.get(task, self.fallback_mode)
+
+    def too_long_for(self, mode: str, tokens: int) -> bool:
+        """Whether an answer of `tokens` (an upper bound) is past what `mode` may take: only block is limited."""
+        return mode == "block" and tokens > self.block_limit_tokens
+
     def route_for(self, task: str, tokens: int, task_modes: dict[str, str] | None = None) -> tuple[str, str]:
         """Mode for a task type and an (upper-bound) answer length, ignoring confidence.
-        Returns (mode, rule) where rule is 'task_default' or 'long_output'."""
-        mode = (task_modes or {}).get(task) or self.task_modes.get(task, self.fallback_mode)
-        if mode == "block" and tokens > self.block_limit_tokens:
-            return self.long_mode, "long_output"
-        return mode, "task_default"
+        Returns (mode, rule) where rule is 'task_default' or 'long_output' (the router's rules of
+        those names, `router.decision.rules`, apply the same two steps)."""
+        mode = self.task_mode(task, task_modes)
+        return (self.long_mode, "long_output") if self.too_long_for(mode, tokens) else (mode, "task_default")
 
     def content(self) -> dict:
         """The policy as plain data without its version (what a write stores)."""

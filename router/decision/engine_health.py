@@ -109,9 +109,11 @@ class EngineHealth:
         return not self.replicas[engine]
 
     def died(self, engine: str) -> None:
-        """An actor-death error from a call to `engine`: probe it now."""
+        """An actor-death error from a call to `engine`: probe it now (unless it is down already: a
+        gone deployment fails every probe at once, and waking on each would poll it in a busy loop)."""
         self._died_at[engine] = time.monotonic()
-        self.wake.set()
+        if not self.is_down(engine):
+            self.wake.set()
 
     def probed(self, engine: str, ok: bool) -> None:
         """The outcome of one probe of `engine`: down only if it failed soon after a death."""

@@ -13,7 +13,7 @@ idle engine), prices the block engine's work ahead (`Backlog`) and learns from w
   the other engine busy), each request compared with its estimate redone for what it wrote (a
   task's own factor: at the length the router predicted, see `Ticket.reestimate`);
 - the per-request overhead outside the engine (`Overhead`), added to estimates, not scaled.
-`decide()` reads one typed snapshot of all that: an `EngineView` per engine.
+`decide()` reads one typed snapshot of all that: an `EngineView` per engine (router.decision.engine_view).
 """
 
 from __future__ import annotations
@@ -23,17 +23,17 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from engines.cost import CostProfile
 from engines.prompt_bounds import PromptLimit
 from engines.types import ENGINE_OF_MODE, DecodeStats, EngineLoad, GenerationRequest
+from router.decision.engine_client import EngineClient
 from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
+from router.decision.engine_view import Engine, EngineView, Ticket, prefix_reuse
 from router.decision.layouts import SPLIT, EngineViews, Layout
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
 
 log = logging.getLogger("tandem.gateway")
-Engine = str  # an engine's name in the app's layout: "block", "ar" or "shared" (router.decision.layouts)
 
 POLL_INTERVAL_S = 0.5
 PROBE_TIMEOUT_S = 1.0  # a load poll that takes longer failed (router.decision.engine_health counts it)
@@ -42,83 +42,14 @@ FACTS_TIMEOUT_S = 5.0  # the engines' cost profile and limits: asked until they 
 TASK_EVIDENCE = 3  # finished requests of a (mode, task) before its own calibration is used
 
 
-@dataclass(frozen=True)
-class EngineView:
-    """One engine as routing sees it now."""
-
-    queued: int = 0  # requests waiting for a batch slot
-    running: int = 0  # rows decoding
-    capacity: int = 1  # rows one step decodes together
-    queue_ratio: float = 0.0  # queued / max_queue; 1.0 for an engine that did not answer its poll
-    calibration: float = 1.0  # observed / estimated time of its recent requests sent in its present `LoadState`
-    backlog_ms: float | None = None  # block engine: estimated work ahead of a new request
-    reachable: bool = True  # answered its last poll
-    # (mode, task) -> observed / estimated time of that mode's recent requests of that task sent at
-    # its present load, once there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
-    by_task: dict[tuple[str, str], float] = field(default_factory=dict)
-    prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.prefix_cache)
-    # block engine: DraftKey (task, block expected to agree) -> share of verified's output tokens its
-    # drafts wrote lately, once there are enough requests (TASK_EVIDENCE); the cost model prices
-    # verified by it (engines.cost.decode_ms)
-    draft_share: dict[DraftKey, float] = field(default_factory=dict)
-    overhead_ms: float = 0.0  # what a request spends outside the engine's queue and decode (HTTP hop, chat template, tokenizer)
-    # Whether its present `LoadState` is IDLE (the load the cost profile was measured at), and the
-    # modes it has answered requests of in its present state: under load a move to another mode
-    # waits for evidence of what that mode costs there (`Router._faster_at_equal_quality`).
-    idle: bool = True
-    seen: frozenset[str] = frozenset()
-
-    def factor(self, mode: str, task: str | None) -> float:
-        """How much longer than the cost profile's estimate a `mode` request of `task` takes in the engine."""
-        return self.by_task.get((mode, task), self.calibration) if task else self.calibration
-
-    def priced(self, mode: str, task: str | None, estimate_ms: float) -> float:
-        """A cost-profile estimate made real: calibrated, plus the per-request overhead. The overhead is
-        the same in every mode, so a 2-step label's estimate is not scaled by it (a factor learned on
-        a 10 ms estimate that took 30 ms would triple a 30 ms one)."""
-        return estimate_ms * self.factor(mode, task) + self.overhead_ms
-
-
-def prefix_reuse(stats: dict) -> float:
-    """An engine's prefix-cache reuse so far: reused / looked-up prefix tokens (0 with no cache or no lookups)."""
-    cache = (stats or {}).get("prefix_cache") or {}
-    looked_up = cache.get("looked_up_tokens", 0)
-    return cache.get("reused_tokens", 0) / looked_up if looked_up else 0.0
-
-
-@dataclass
-class Ticket:
-    """A request at an engine, as the routing view counts it."""
-
-    engine: Engine
-    started: float  # time.monotonic() at dispatch
-    mode: str = ""  # the mode it was sent in
-    task: str | None = None  # the router's task type for it
-    estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
-    backlog_end: float | None = None  # its place in the block engine's backlog
-    load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
-    agrees: bool = True  # the agreement head expected block to answer as AR (verified's draft share is kept apart by it)
-    # `reestimate(tokens, share)`: the same estimate redone for a length (None: the predicted one)
-    # and the share of the tokens drafts wrote. The engine's calibration compares what the request
-    # took with it redone for the tokens it really wrote and its drafts' real share, so a length the
-    # router mispredicted or drafts that missed are not read as the engine being slow (they are
-    # priced apart). A (mode, task)'s own calibration compares with it redone at the predicted
-    # length: a task's lengths are mispredicted the same way every time (a label's p90 is 4 tokens,
-    # it writes 1), and AR's cost follows the length where block's follows the canvas, so only that
-    # makes the task's estimates in two modes comparable. Both take the drafts' real share: an
-    # estimate made before the task's share was known (priced by the suite's acceptance, 10x off
-    # for writing) would leave its factor meaningless once it is.
-    reestimate: Callable[[int | None, float], float | None] | None = None
-
-
 class RoutingView:
     """Loads, queues, in-flight counts, backlog and calibration of the engines behind one gateway.
 
-    `engines` maps an engine name ("block", "ar"; "shared") to its deployment handle, and `layout`
+    `engines` maps an engine name ("block", "ar"; "shared") to its `EngineClient`, and `layout`
     says which modes each serves (router.decision.layouts); `telemetry` (optional) gets each poll's
     queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
 
-    def __init__(self, engines: dict[Engine, object], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
+    def __init__(self, engines: dict[Engine, EngineClient], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
                  probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S, layout: Layout = SPLIT):
         self.engines = engines
         self.layout = layout
@@ -186,7 +117,7 @@ class RoutingView:
         """The engines' cost profile (None when they have none: cost-aware routing is then off) and their
         canvas and prompt limits. Returns whether both answered."""
         try:
-            self.cost = await asyncio.wait_for(self.engines[self.layout.engine("block")].cost_profile.remote(), timeout=self.facts_timeout_s)
+            self.cost = await asyncio.wait_for(self.engines[self.layout.engine("block")].cost_profile(), timeout=self.facts_timeout_s)
             if self.cost is not None and self.on_cost is not None:
                 self.on_cost(self.cost)
             if self.cost is None:
@@ -195,18 +126,18 @@ class RoutingView:
             log.warning("no answer from the engines for their cost profile yet: asked again at the next poll")
             return False
         try:
-            info = await asyncio.wait_for(self.engines[self.layout.engine("block")].info.remote(), timeout=self.facts_timeout_s)
+            info = await asyncio.wait_for(self.engines[self.layout.engine("block")].info(), timeout=self.facts_timeout_s)
             self.canvas_limit = info.canvas_length
             self.prompt_limit = PromptLimit(info.context_length, info.max_chars_per_token)
         except Exception:
             return False  # the engine itself refuses an oversized canvas meanwhile
         return True
 
-    async def _probe(self, name: Engine, handle) -> None:
+    async def _probe(self, name: Engine, handle: EngineClient) -> None:
         """One load poll of one engine, which is also its health probe. A failed one is a busy
         engine unless Ray says its replicas died (router.decision.engine_health)."""
         try:
-            load = self._polled[name] = await asyncio.wait_for(handle.load.remote(), timeout=self.probe_timeout_s)
+            load = self._polled[name] = await asyncio.wait_for(handle.load(), timeout=self.probe_timeout_s)
             self._finished_since_poll[name] = 0
             self.health.answered_by(name, load.replica)
             self.health.probed(name, ok=True)

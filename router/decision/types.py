@@ -59,6 +59,8 @@ class Decision(BaseModel):
     steps: int | None = Field(..., description="Denoising steps per canvas for block/verified; null for ar.")
     reason: str = Field(..., description="Human-readable explanation of the decision.")
     rule: str = Field(..., description="Which rule decided: task_default, long_output, low_confidence, disagreement, forced_model, forced_header, api_key, load, constrained, skeleton.")
+    trace: list[str] = Field(default_factory=list, description="Every routing rule that moved the route, in order, as rule:mode "
+                             "(router.decision.rules.RULES): how the route came about, not only the last word.")
     task: str = Field(..., description="Predicted task type.")
     predicted_tokens: int = Field(..., description="Predicted high-quantile (p90) answer length, capped by max_tokens.")
     confidence: float = Field(..., description="Calibrated probability of the predicted task type.")
@@ -91,6 +93,7 @@ class Decision(BaseModel):
             "x-tandem-task": self.task,
             "x-tandem-policy-version": str(self.policy_version),
             "x-tandem-route-reason": self.rule,
+            "x-tandem-route-trace": ",".join(self.trace),
         } | ({"x-tandem-structured": self.structured} if self.structured else {})
 
 

@@ -152,7 +152,7 @@ async def stats(gw=Depends(require_admin)):
     for name, handle in gw.engines.items():  # each engine deployment, with the modes it serves (router.decision.layouts)
         served = {"deployment": gw.layout.deployments[name], "modes": gw.layout.modes(name)}
         try:
-            loads[name] = served | dataclasses.asdict(await asyncio.wait_for(handle.load.remote(), timeout=2.0))
+            loads[name] = served | dataclasses.asdict(await asyncio.wait_for(handle.load(), timeout=2.0))
         except Exception as exc:
             loads[name] = served | {"error": type(exc).__name__}
     log_stats = decisions_log.stats

@@ -43,5 +43,5 @@ class DecisionFeed:
 def feed_entry(decision, mode: str) -> dict:
     """What the console shows of a decision (`router.decision.types.Decision`) served in `mode` (no prompt text)."""
     return {"request_id": decision.request_id, "mode": mode, "routed_mode": decision.mode, "task": decision.task,
-            "rule": decision.rule, "reason": decision.reason, "confidence": round(decision.confidence, 3),
+            "rule": decision.rule, "trace": list(decision.trace), "reason": decision.reason, "confidence": round(decision.confidence, 3),
             "predicted_tokens": decision.predicted_tokens, "policy_version": decision.policy_version}

@@ -61,7 +61,6 @@ like the data set's labels is already capped by max_tokens).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import threading
@@ -69,6 +68,8 @@ import time
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from router.gateway.decision_entry import compact_json, cut_text, stored_features, utf8_bytes
 
 log = logging.getLogger("tandem.router.decisions")
 
@@ -78,9 +79,7 @@ PSEUDO_LABEL_MIN_CONFIDENCE = 0.9
 MIN_ENTRY_BYTES = 4096  # an entry without text (features, decision, outcome) takes about 1.2 KB
 ENTRY_OVERHEAD = 256  # bytes of Redis memory per entry beyond n/4 (see entry_weight)
 CUM_RESERVE = 32  # the `cum` field the script adds: "cum" + up to 20 digits, outside the count
-MIN_LIMIT_CHARS = 64  # the shortest head + tail a message is cut to before text is dropped whole
 MAX_ID_CHARS = 128  # a client-chosen x-request-id is kept to this many characters
-RESPONSE_FORMAT_TYPES = ("text", "json_object", "json_schema")
 
 
 class DecisionsLogSettings(BaseModel):
@@ -127,112 +126,17 @@ class LogStats:
 stats = LogStats()
 
 
-# ---- what an entry holds -------------------------------------------------------------------------------
-
-def request_features(request) -> dict:
-    """What routing read of a RouteRequest (or a dict with the same keys), prompt text included:
-    the input `log_decision` reduces to stored features (and, opt-in, cut text). Never stored as is."""
-    d = request if isinstance(request, dict) else request.model_dump()
-    return {
-        "messages": d["messages"],
-        "model": d.get("model", "tandem"),
-        "max_tokens": d.get("max_tokens"),
-        "response_format": d.get("response_format"),
-        "tools": d.get("tools"),
-        "stop": [d["stop"]] if isinstance(d.get("stop"), str) else d.get("stop"),
-    }
-
-
-def _json(x) -> str:
-    return json.dumps(x, separators=(",", ":"), ensure_ascii=False)
-
-
-def _nbytes(s: str) -> int:
-    return len(s.encode("utf-8"))  # as redis-py sends it (a lone surrogate raises: the entry is dropped and counted)
-
+# ---- an entry and its weight -------------------------------------------------------------------------
 
 def entry_bytes(fields: dict[str, str]) -> int:
     """Bytes of an entry as the caps count them: UTF-8 field names and values."""
-    return sum(_nbytes(k) + _nbytes(v) for k, v in fields.items())
+    return sum(utf8_bytes(k) + utf8_bytes(v) for k, v in fields.items())
 
 
 def entry_weight(nbytes: int) -> int:
     """What an entry of `nbytes` (as `entry_bytes` counts) costs against `max_bytes`: an upper
     bound of Redis's memory for it, measured (module docstring). The Lua script uses the same."""
     return nbytes + nbytes // 4 + ENTRY_OVERHEAD
-
-
-def stored_features(request: dict) -> dict:
-    """The `features` field: the numeric feature vector and sizes; no text."""
-    from router.decision.features import FEATURE_VERSION, NUMERIC_FEATURES, content_text, extract_features
-
-    messages, tools, rf = request["messages"], request.get("tools"), request.get("response_format")
-    f = extract_features(messages, request.get("max_tokens"), rf, tools, request.get("stop"))
-    rf_type = rf.get("type", "text") if isinstance(rf, dict) else None
-    return {
-        "feature_version": FEATURE_VERSION,
-        "numeric": {name: round(v, 4) for name, v in zip(NUMERIC_FEATURES, f.numeric)},
-        "prompt_tokens": f.prompt_tokens,
-        "prompt_chars": sum(len(content_text(m.get("content"))) for m in messages),
-        "messages": len(messages),
-        "tools": len(tools or ()),
-        "tools_bytes": _nbytes(_json(tools)) if tools else 0,
-        "response_format": (rf_type if rf_type in RESPONSE_FORMAT_TYPES else "other") if rf_type else None,
-        "schema_bytes": _nbytes(_json(rf.get("json_schema"))) if isinstance(rf, dict) and rf.get("json_schema") else 0,
-        "stop": len(request.get("stop") or ()),
-        "max_tokens": request.get("max_tokens"),
-        "model": str(request.get("model", "tandem"))[:64],
-    }
-
-
-def _head_tail(s: str, limit: int) -> str:
-    if len(s) <= limit:
-        return s
-    head = (limit * 2) // 3
-    return f"{s[:head]} ... {s[len(s) - (limit - head):]}"
-
-
-def _tool_name(tool) -> str:
-    fn = tool.get("function") if isinstance(tool, dict) else None
-    return str(fn.get("name", "") if isinstance(fn, dict) else "")[:64]
-
-
-def cut_text(request: dict, budget: int) -> tuple[dict, bool]:
-    """The `text` field for `request` in at most `budget` bytes of JSON, and whether anything was
-    cut (the cuts are listed under `cut`; see the module docstring for their order)."""
-    from router.decision.features import content_text
-
-    messages = [{"role": str(m.get("role")), "content": content_text(m.get("content"))} for m in request["messages"]]
-    text = {"messages": messages} | {k: request[k] for k in ("tools", "response_format", "stop") if request.get(k) is not None}
-    cut: dict = {}
-
-    def fits() -> bool:
-        return _nbytes(_json(text | ({"cut": cut} if cut else {}))) <= budget
-
-    if fits():
-        return text, False
-    if text.get("tools"):
-        cut["tools"] = {"bytes": _nbytes(_json(text["tools"])), "kept": "names"}
-        text["tools"] = [{"type": "function", "function": {"name": _tool_name(t)}} for t in text["tools"]]
-    rf = text.get("response_format")
-    if isinstance(rf, dict) and set(rf) - {"type"} and not fits():
-        cut["response_format"] = {"bytes": _nbytes(_json(rf)), "kept": "type"}
-        text["response_format"] = {"type": rf.get("type", "text")}
-    originals = [m["content"] for m in messages]
-    stops = list(text.get("stop") or ())
-    limit = max([len(s) for s in originals] + [len(s) for s in stops] + [MIN_LIMIT_CHARS])
-    while not fits() and limit > MIN_LIMIT_CHARS:
-        limit = max(MIN_LIMIT_CHARS, limit // 2)
-        for m, s in zip(messages, originals):
-            m["content"] = _head_tail(s, limit)
-        if stops:
-            text["stop"] = [_head_tail(s, limit) for s in stops]
-        kept = sum(len(m["content"]) for m in messages)
-        cut["messages"] = {"limit_chars": limit, "chars_cut": max(0, sum(map(len, originals)) - kept)}
-    if not fits():  # too many messages (or tools) even at MIN_LIMIT_CHARS each
-        whole = {"messages": originals} | {k: request.get(k) for k in ("tools", "response_format", "stop")}
-        return {"cut": {"all": {"bytes": _nbytes(_json(whole))}}}, True
-    return text | {"cut": cut}, True
 
 
 def entry_fields(request: dict, decision: dict, outcome: dict, settings: DecisionsLogSettings) -> dict[str, str]:
@@ -243,14 +147,14 @@ def entry_fields(request: dict, decision: dict, outcome: dict, settings: Decisio
     fields = {
         "v": FORMAT_VERSION,
         "ts": f"{time.time():.3f}",
-        "features": _json(stored_features(request)),
-        "decision": _json(decision),
-        "outcome": _json(outcome),
+        "features": compact_json(stored_features(request)),
+        "decision": compact_json(decision),
+        "outcome": compact_json(outcome),
     }
     if settings.store_text:
-        budget = settings.max_entry_bytes - entry_bytes(fields) - _nbytes("text") - CUM_RESERVE
+        budget = settings.max_entry_bytes - entry_bytes(fields) - utf8_bytes("text") - CUM_RESERVE
         text, was_cut = cut_text(request, budget)
-        fields["text"] = _json(text)
+        fields["text"] = compact_json(text)
         if was_cut:
             with stats._lock:
                 stats.text_cut += 1

@@ -1,13 +1,14 @@
 """One request at the engines: a bounded call, and once more in the policy's failure mode.
 
-`Failover.attempt(gen, decision, call)` runs `call` (a whole answer, or a stream's first item) on
-the engine for the decided mode. Every wait is bounded: by the request's deadline
+`Failover.attempt(gen, decision, stream=..., started=...)` asks the engine for the decided mode (an
+`EngineClient`, `router.decision.engine_client`) for a whole answer, or opens a stream and waits for
+its first item, and hands back an `Attempt`: where it was answered, and the answer or stream. Every wait is bounded: by the request's deadline
 (`request_timeout_s`, failover included, so a failover gets what is left, never a fresh
 timeout) and by the engine's health (`router.decision.engine_health`): nothing is sent to an engine that
 is down, and an engine that goes down fails over at once the requests still waiting on it. On a
 503 (failure, timeout, down) it tries once more in the policy's `on_engine_failure` mode when that
 engine is up and the cost profile expects it to finish in the time left; otherwise the client
-gets the 503, with Retry-After. Abandoned work is cancelled at the engine (`cancelling`).
+gets the 503, with Retry-After. Abandoned work is cancelled at the engine (an EngineClient's contract).
 """
 
 from __future__ import annotations
@@ -21,48 +22,39 @@ from collections.abc import Awaitable, Callable
 from engines.errors import EngineUnavailableError, TandemError
 from engines.types import GenerationRequest, GenerationResult
 from router.decision.decide import expected_cached_tokens
+from router.decision.engine_client import EngineClient
 from router.decision.engine_health import RETRY_AFTER_S, replica_died
 from router.decision.features import PromptSize
-from router.decision.routing_view import RoutingView, Ticket
+from router.decision.engine_view import Ticket
+from router.decision.routing_view import RoutingView
+from router.decision.types import Decision
+from router.gateway.outcome import Attempt
 from router.gateway.telemetry import engine_span
 
 log = logging.getLogger("tandem.gateway")
 
 
-def expected_tokens(decision, gen: GenerationRequest) -> int:
-    """The answer length a mode is priced for: the router's prediction, capped by max_tokens."""
-    return max(1, min(decision.predicted_tokens, gen.max_new_tokens))
-
-
-async def cancelling(response):
-    """Await a DeploymentResponse; if this await is cancelled (a timeout, a client gone), cancel
-    the engine's work too. Ray Serve only does that when the whole HTTP request is cancelled, so
-    without it a timed-out attempt keeps its scheduler slot while its failover runs elsewhere."""
-    try:
-        return await response
-    except asyncio.CancelledError:
-        response.cancel()
-        raise
-
-
 class Failover:
-    """The engine calls of one Gateway: `engines` by name, its routing `view`, its `router` (policy,
-    cost profile), `telemetry`, the request deadline `timeout_s`, and `on_error(status, code,
-    decision, mode)` for the error a client gets."""
+    """The engine calls of one Gateway: `engines` (EngineClients) by name, its routing `view`, its
+    `router` (cost profile and estimates), `telemetry`, the request deadline `timeout_s`, and
+    `on_error(status, code, decision, mode)` for the error a client gets."""
 
-    def __init__(self, engines: dict, view: RoutingView, router, telemetry, timeout_s: float, on_error: Callable):
+    def __init__(self, engines: dict[str, EngineClient], view: RoutingView, router, telemetry, timeout_s: float, on_error: Callable):
         self.engines, self.view, self.router, self.telemetry = engines, view, router, telemetry
         self.timeout_s, self.on_error = timeout_s, on_error
 
-    async def attempt(self, gen: GenerationRequest, decision, call: Callable[[GenerationRequest], Awaitable],
-                      timeout_s: float | None = None) -> tuple:
-        """`call(request)` on the engine for `gen.mode`, bounded by the request's deadline
-        (`timeout_s`, default request_timeout_s; failover included) and by the engine's health: nothing is sent to an
-        engine that is down, and an engine that goes down fails over the requests waiting on it at
-        once. On a 503 (failure, timeout, down) once more in the policy's on_engine_failure mode,
-        if that engine is up and can finish in the time left. Returns `call`'s result (a tuple's
-        items spread) + (ticket, mode, degraded); the caller returns the ticket. Raises the last
-        TandemError (a 503 with Retry-After)."""
+    async def attempt(self, gen: GenerationRequest, decision: Decision, *, stream: bool = False, started: float | None = None,
+                      timeout_s: float | None = None) -> Attempt:
+        """A whole answer (or, `stream`, an open stream and its first item) from the engine for
+        `gen.mode`, bounded by the request's deadline (`timeout_s`, default request_timeout_s;
+        failover included) and by
+        the engine's health: nothing is sent to an engine that is down, and an engine that goes down
+        fails over the requests waiting on it at once. On a 503 (failure, timeout, down) once more
+        in the policy's on_engine_failure mode (the policy that routed it: `decision.policy`), if
+        that engine is up and can finish in the time left. The caller returns the Attempt's ticket
+        to the view. Raises the last TandemError (a 503 with Retry-After)."""
+        started = time.perf_counter() if started is None else started
+        call: Callable[[GenerationRequest], Awaitable] = self.open_stream if stream else self.call_generate
         timeout_s = timeout_s or self.timeout_s
         deadline = time.monotonic() + timeout_s
         mode, error = gen.mode, None
@@ -76,9 +68,13 @@ class Failover:
                     ticket = self._dispatch(request, decision)
                     out = await self._bounded(call(request), engine, mode, deadline, timeout_s)
                     if not isinstance(out, TandemError):
-                        if isinstance(out, GenerationResult):
+                        answered = Attempt(decision, request, mode, attempt > 0, ticket, started, timeout_s)
+                        if stream:
+                            answered.stream, answered.first = out
+                        else:
                             engine_span(self.telemetry.tracer, span, out)
-                        return (*(out if isinstance(out, tuple) else (out,)), ticket, mode, attempt > 0)
+                            answered.result = out
+                        return answered
                     self.view.returned(ticket, ok=False)
                 span.set_attribute("error.code", out.code)
             error = out
@@ -91,7 +87,7 @@ class Failover:
 
     async def _bounded(self, work: Awaitable, engine: str, mode: str, deadline: float, timeout_s: float):
         """`work`'s result, or the TandemError that ends the wait: the deadline passed, the engine
-        went down, the engine failed. The abandoned work is cancelled (`cancelling`: the engine
+        went down, the engine failed. The abandoned work is cancelled (the EngineClient cancels it: the engine
         drops its row at the next step)."""
         task = asyncio.ensure_future(work)
         went_down = self.view.health.went_down(engine)
@@ -114,18 +110,17 @@ class Failover:
             self.view.health.died(engine)
         return EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}")
 
-    def _failover_mode(self, mode: str, gen: GenerationRequest, decision, deadline: float) -> str | None:
+    def _failover_mode(self, mode: str, gen: GenerationRequest, decision: Decision, deadline: float) -> str | None:
         """The policy's on_engine_failure mode for `mode`, if its engine is up and the cost
         profile (calibrated) expects it to finish before the deadline; else None (a 503)."""
-        policy = decision.policy or self.router.policy  # the policy that routed the request
-        alt = policy.on_engine_failure.get(mode)
+        alt = decision.policy.on_engine_failure.get(mode)  # the policy that routed the request, not a newer one
         if alt is None or self.view.health.is_down(self.view.layout.engine(alt)):
             return None
         left_ms = (deadline - time.monotonic()) * 1000.0
         if left_ms <= 0:  # the first attempt used the whole deadline
             return None
         view = self.view.view()
-        tokens = expected_tokens(decision, gen)
+        tokens = gen.expected_tokens or 1
         steps = gen.max_denoising_steps or getattr(self.router.cost, "steps", 0)
         estimate = self.router.finish_estimate(alt, tokens, steps, gen.canvas, decision.task, view,
                                                PromptSize(decision.prompt_tokens, decision.prefix_tokens),
@@ -138,12 +133,12 @@ class Failover:
         return alt
 
     async def call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
-        return await cancelling(self.engines[self.view.layout.engine(request.mode)].generate.remote(request))
+        return await self.engines[self.view.layout.engine(request.mode)].generate(request)
 
     async def open_stream(self, request: GenerationRequest):
         """Start streaming and wait for the first item, so that a full queue is a real 429 and a
         failed engine degrades before any byte is sent. Returns (stream, first item or None)."""
-        stream = self.engines[self.view.layout.engine(request.mode)].options(stream=True).stream.remote(request)
+        stream = self.engines[self.view.layout.engine(request.mode)].stream(request)
         try:
             first = await stream.__anext__()
         except StopAsyncIteration:
@@ -156,13 +151,13 @@ class Failover:
             return first
         return stream, first
 
-    def _dispatch(self, gen: GenerationRequest, decision) -> Ticket:
+    def _dispatch(self, gen: GenerationRequest, decision: Decision) -> Ticket:
         cost, estimate, service = self.router.cost, None, None
+        key = self.router.draft_key(decision)  # what its verified draft share is counted under
         if cost is not None:
-            tokens = expected_tokens(decision, gen)
+            tokens = gen.expected_tokens or 1  # the router's p90 under the request's cap (Gateway.serve)
             steps = gen.max_denoising_steps or cost.steps
             prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
-            key = self.router.draft_key(decision)
             estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
             engine = view.get(self.view.layout.engine(gen.mode))
             cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
@@ -175,4 +170,4 @@ class Failover:
                                                    agrees=key.agrees)
 
             return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
-        return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=self.router.draft_key(decision).agrees)
+        return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=key.agrees)

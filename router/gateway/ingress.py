@@ -32,7 +32,8 @@ from router.gateway.orchestration import MAX_BODY_BYTES, Gateway, replica_gatewa
 from router.gateway.openai_api import ChatCompletionRequest, CompletionRequest, validation_error
 from router.gateway.request_ids import RequestIdLimit
 from router.gateway.schemas import check_off_loop
-from router.gateway.responses_api import ResponsesRequest, chat_request, new_response_id, to_response
+from router.gateway.responses_answers import new_response_id, to_response
+from router.gateway.responses_api import ResponsesRequest, chat_request
 from router.gateway.responses_events import ResponseEvents, translate_stream
 from router.gateway.responses_store import ResponseStore, conversation_items, history_for, stores
 from router.gateway.structured import output_spec

@@ -1,4 +1,5 @@
-"""The OpenAI wire format: request models (pydantic), response and SSE chunk builders, error bodies.
+"""The OpenAI wire format in: request models (pydantic) and the 400 a bad body gets. What goes out
+(responses, SSE chunks) is built by `router.gateway.answers`.
 
 Only what Tandem serves is accepted; fields OpenAI defines that do not change the output here
 (`user`, `logit_bias`, ...) are accepted and ignored, and unknown fields are ignored as OpenAI does.
@@ -11,8 +12,6 @@ false; anything else is a 400 `invalid_type` naming the field (pydantic's lax mo
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
@@ -222,98 +221,6 @@ class CompletionRequest(_Sampling):
 
     def token_budget(self) -> int | None:
         return self.max_tokens
-
-
-def chat_logprobs(entries: list[dict] | None) -> dict | None:
-    """Per-token logprobs in the chat shape ({"content": [...]})."""
-    return None if entries is None else {"content": entries, "refusal": None}
-
-
-def completion_logprobs(entries: list[dict] | None) -> dict | None:
-    """Per-token logprobs in the legacy completions shape (parallel lists, top as {token: logprob})."""
-    if entries is None:
-        return None
-    offsets, at = [], 0
-    for e in entries:
-        offsets.append(at)
-        at += len(e["token"])
-    return {"tokens": [e["token"] for e in entries], "token_logprobs": [e["logprob"] for e in entries],
-            "top_logprobs": [{t["token"]: t["logprob"] for t in e["top_logprobs"]} for e in entries], "text_offset": offsets}
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:24]}"
-
-
-def usage(prompt_tokens: int, completion_tokens: int) -> dict:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
-
-
-def assistant_message(content: str | None, tool_calls: list[dict] | None = None) -> dict:
-    """The answer as a chat message: content, or tool calls (content null) as OpenAI writes them."""
-    return {"role": "assistant", "content": content} | ({"tool_calls": tool_calls} if tool_calls else {})
-
-
-def chat_response(rid: str, model: str, message: dict, finish_reason: str, usage_: dict, tandem: dict,
-                  logprobs: dict | None = None) -> dict:
-    return {
-        "id": rid,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish_reason}],
-        "usage": usage_,
-        "tandem": tandem,
-    }
-
-
-def completion_response(rid: str, model: str, text: str, finish_reason: str, usage_: dict, tandem: dict,
-                        logprobs: dict | None = None) -> dict:
-    return {
-        "id": rid,
-        "object": "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
-        "usage": usage_,
-        "tandem": tandem,
-    }
-
-
-def _chunk(rid: str, model: str, created: int, obj: str, content: dict, finish_reason: str | None,
-           usage_: dict | None, tandem: dict | None, logprobs: dict | None = None) -> str:
-    """One SSE chunk; a usage-only chunk (OpenAI's include_usage) has no choices."""
-    usage_only = usage_ is not None and finish_reason is None and not any(content.values())
-    chunk = {
-        "id": rid,
-        "object": obj,
-        "created": created,
-        "model": model,
-        "choices": [] if usage_only else [{"index": 0, **content, "logprobs": logprobs, "finish_reason": finish_reason}],
-    }
-    if usage_ is not None:
-        chunk["usage"] = usage_
-    if tandem is not None:
-        chunk["tandem"] = tandem
-    return sse(chunk)
-
-
-def chat_chunk(rid: str, model: str, created: int, delta: dict, finish_reason: str | None = None, usage_: dict | None = None,
-               tandem: dict | None = None, logprobs: dict | None = None) -> str:
-    return _chunk(rid, model, created, "chat.completion.chunk", {"delta": delta}, finish_reason, usage_, tandem, logprobs)
-
-
-def completion_chunk(rid: str, model: str, created: int, text: str, finish_reason: str | None = None, usage_: dict | None = None,
-                     tandem: dict | None = None, logprobs: dict | None = None) -> str:
-    return _chunk(rid, model, created, "text_completion", {"text": text}, finish_reason, usage_, tandem, logprobs)
-
-
-def sse(payload: dict | str) -> str:
-    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-    return f"data: {data}\n\n"
-
-
-DONE = "data: [DONE]\n\n"
 
 
 def validation_error(errors: list[dict]) -> InvalidRequestError:

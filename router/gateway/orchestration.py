@@ -30,14 +30,15 @@ from engines.errors import EngineUnavailableError, TandemError
 from router.gateway.errors import UnprocessableError
 from engines.prompt_bounds import check_chars
 from engines.types import GenerationRequest, GenerationResult
-from router.gateway.answers import closing_chunks, delta_chunks, whole_answer
-from router.gateway.openai_api import DONE, chat_chunk, new_id, sse
+from router.gateway.answers import DONE, closing_chunks, delta_chunks, error_event, new_id, opening_chunks, whole_answer
 from router.gateway.calls import Call, client_timeout
 from router.gateway.decision_feed import DecisionFeed, feed_entry
 from router.decision.engine_health import replica_died
 from router.decision.layouts import SHARED, SPLIT
-from router.gateway.failover import Failover, cancelling
-from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, RoutingView, Ticket
+from router.decision.engine_client import engine_client
+from router.gateway.failover import Failover
+from router.gateway.outcome import Attempt, Outcome
+from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, RoutingView
 from router.gateway.schemas import check_off_loop
 from router.gateway.tool_calls import CallReader
 
@@ -79,7 +80,8 @@ class Gateway:
         from router.gateway.telemetry import GatewayStats, Telemetry
 
         self.layout = SHARED if shared_engine is not None else SPLIT
-        self.engines = {"shared": shared_engine} if shared_engine is not None else {"block": block_engine, "ar": ar_engine}
+        engines = {"shared": shared_engine} if shared_engine is not None else {"block": block_engine, "ar": ar_engine}
+        self.engines = {name: engine_client(e) for name, e in engines.items()}  # router.decision.engine_client.EngineClient
         source = policy_source or os.environ.get("TANDEM_POLICY_SOURCE")
         store_kwargs = {"prefix": key_prefix} if source and store_kind(source) == "redis" else {}
         self.router = Router(model_path=router_model, policy_source=source, **store_kwargs)
@@ -110,7 +112,7 @@ class Gateway:
     async def ready(self) -> dict:
         self.view.start()  # the routing view (cost profile, queues) starts filling before traffic does
         try:
-            infos = await asyncio.wait_for(asyncio.gather(*(h.info.remote() for h in self.engines.values())), timeout=5.0)
+            infos = await asyncio.wait_for(asyncio.gather(*(e.info() for e in self.engines.values())), timeout=5.0)
         except Exception as exc:
             raise EngineUnavailableError(f"engines not ready: {type(exc).__name__}", code="not_ready") from None
         return {"status": "ready", "engines": {n: dataclasses.asdict(i) for n, i in zip(self.engines, infos)},
@@ -121,8 +123,12 @@ class Gateway:
     async def serve(self, call: Call, headers: dict[str, str]):
         """Route `call`, run it, answer it (JSONResponse or StreamingResponse). Raises TandemError."""
         await self.view.ready()
-        self._check_length(call)
-        timeout_s = self._timeout(headers)
+        try:
+            self._check_length(call)
+            timeout_s = self._timeout(headers)
+        except TandemError as exc:  # refused before routing: counted, with no decision
+            self._error(exc.status, code=exc.code)
+            raise
         call.request_id = headers.get("x-request-id") or new_id("chatcmpl" if call.chat else "cmpl")
         call.route = call.route.model_copy(update={"request_id": call.request_id})  # the shadow-verification draw
         started = time.perf_counter()
@@ -141,42 +147,30 @@ class Gateway:
             gen = dataclasses.replace(
                 call.gen, mode=decision.mode, request_id=call.request_id,
                 canvas=min(decision.canvas, limit) if decision.canvas and limit else decision.canvas, max_denoising_steps=decision.steps,
-                expected_tokens=decision.predicted_tokens,
+                # the length the engine drafts for and failover prices: the router's p90 under the
+                # request's cap (calls.py fills the cap's default; routing reads only the client's own)
+                expected_tokens=max(1, min(decision.predicted_tokens, call.gen.max_new_tokens)),
             )
-            out_headers = decision.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
+            attempt = await self.failover.attempt(gen, decision, stream=call.stream, started=started, timeout_s=timeout_s)
+            out_headers = decision.headers() | attempt.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
             if call.stream:
-                stream, first, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.open_stream, timeout_s)
-                out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
-                body = self._stream_chunks(call, stream, first, ticket, decision, mode, degraded, started, timeout_s)
-                return StreamingResponse(body, media_type="text/event-stream", headers=out_headers)
-            result, ticket, mode, degraded = await self.failover.attempt(gen, decision, self.failover.call_generate, timeout_s)
-            self.view.returned(ticket, ok=True, stats=result.stats)
+                return StreamingResponse(self._stream_chunks(call, attempt), media_type="text/event-stream", headers=out_headers)
+            result = attempt.result
+            self.view.returned(attempt.ticket, ok=True, stats=result.stats)
             await self._check_content(call, result)
-            self._finish(call, gen, result, mode, degraded, decision, started, ticket)
-            out_headers |= {"x-tandem-mode": mode} | ({"x-tandem-degraded": "true"} if degraded else {})
-            return JSONResponse(whole_answer(call, result, self._tandem(decision, result, mode, degraded)), headers=out_headers)
+            self._finish(call, attempt, result)
+            return JSONResponse(whole_answer(call, attempt), headers=out_headers)
 
     def _check_length(self, call: Call) -> None:
         """Refuse a prompt that certainly cannot fit the engines' context by its length alone, before
         routing reads it or an engine gets it (engines.prompt_bounds: no tokenizer, a 400 in ms)."""
-        if (limit := self.view.prompt_limit) is None:  # no engine info yet: the engine refuses it as cheaply
-            return
-        try:
+        if (limit := self.view.prompt_limit) is not None:  # no engine info yet: the engine refuses it as cheaply
             check_chars(call.gen.messages, call.gen.prompt, call.gen.max_new_tokens, limit)
-        except TandemError as exc:
-            self._error(exc.status, code=exc.code)
-            raise
 
     def _timeout(self, headers: dict[str, str]) -> float:
         """This request's deadline: request_timeout_s, or the client's shorter `x-tandem-timeout-s`
         where the app honours it (client_timeouts); a longer one changes nothing."""
-        if not self.client_timeouts:
-            return self.timeout_s
-        try:
-            asked = client_timeout(headers)
-        except TandemError as exc:
-            self._error(exc.status, code=exc.code)
-            raise
+        asked = client_timeout(headers) if self.client_timeouts else None
         return self.timeout_s if asked is None else min(asked, self.timeout_s)
 
     async def _check_content(self, call: Call, result: GenerationResult) -> None:
@@ -193,96 +187,71 @@ class Gateway:
 
     # ---- streaming ----------------------------------------------------------------------------------------
 
-    async def _stream_chunks(self, call: Call, stream, first, ticket: Ticket, decision, mode: str, degraded: bool,
-                             started: float, timeout_s: float) -> AsyncIterator[str]:
+    async def _stream_chunks(self, call: Call, attempt: Attempt) -> AsyncIterator[str]:
+        stream, decision, mode = attempt.stream, attempt.decision, attempt.mode
         created = int(time.time())
         finished, stats = False, None
         reader = CallReader(bool(call.output.callable))
         try:
-            if call.chat:
-                yield chat_chunk(call.request_id, call.model, created, delta={"role": "assistant", "content": ""})
-            item, first_token = first, True
+            for chunk in opening_chunks(call, created):
+                yield chunk
+            item, first_token = attempt.first, True
             while item is not None:
                 if isinstance(item, str):
                     if first_token and item:
-                        self.telemetry.ttft.record((time.perf_counter() - started) * 1000, {"mode": mode})
+                        self.telemetry.ttft.record((time.perf_counter() - attempt.started) * 1000, {"mode": mode})
                         first_token = False
                     for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
                         yield chunk
                 elif isinstance(item, GenerationResult):
                     finished, stats = True, item.stats
-                    self._finish(call, dataclasses.replace(call.gen, mode=mode), item, mode, degraded, decision, started, ticket)
+                    self._finish(call, attempt, item)
                     for chunk in delta_chunks(call, created, reader.finish()):
                         yield chunk
                     finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
-                    for chunk in closing_chunks(call, created, finish, item, self._tandem(decision, item, mode, degraded)):
+                    for chunk in closing_chunks(call, created, finish, item, attempt):
                         yield chunk
                     break
                 elif isinstance(item, TandemError):
                     self._error(item.status, code=item.code, decision=decision, mode=mode)
-                    yield sse(item.body())
+                    yield error_event(item)
                     break
                 try:
-                    item = await asyncio.wait_for(stream.__anext__(), timeout=timeout_s)
+                    item = await asyncio.wait_for(stream.__anext__(), timeout=attempt.timeout_s)
                 except StopAsyncIteration:
                     item = None
         except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
             if replica_died(exc):
                 self.view.health.died(self.layout.engine(mode))
             self._error(503, code="engine_unavailable", decision=decision, mode=mode)
-            yield sse(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}").body())
+            yield error_event(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
         finally:
-            self.view.returned(ticket, ok=finished, stats=stats)
+            self.view.returned(attempt.ticket, ok=finished, stats=stats)
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
         yield DONE
 
     # ---- outcome: stats, metrics, shadow verification, decision log ---------------------------------------
 
-    def _tandem(self, decision, result: GenerationResult, mode: str, degraded: bool) -> dict:
-        s = result.stats
-        return {
-            "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
-            "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
-            "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
-            "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": degraded,
-            "closed_early": s.closed_early,
-        } | ({"slot_tokens_block": s.slot_tokens_block, "slot_tokens_ar": s.slot_tokens_ar} if s.slot_tokens_block is not None else {})
-
-    def _finish(self, call: Call, gen: GenerationRequest, result: GenerationResult, mode: str, degraded: bool, decision,
-                started: float, ticket: Ticket) -> None:
-        latency_ms = (time.perf_counter() - started) * 1000
-        s = result.stats
-        self.stats.record(mode, latency_ms, s.tokens_per_forward, s.drafted, s.accepted, degraded)
-        self.feed.add(feed_entry(decision, mode) | {
-            "status": 200, "stream": call.stream, "latency_ms": round(latency_ms, 1),
-            "estimate_ms": round(ticket.estimate_ms, 1) if ticket.estimate_ms is not None else None,
-            "output_tokens": s.output_tokens, "finish_reason": result.finish_reason, "tokens_per_forward": round(s.tokens_per_forward, 3),
-            "drafted": s.drafted, "accepted": s.accepted, "acceptance": round(s.acceptance_rate, 3) if mode == "verified" else None,
-            "degraded": degraded})
-        self.telemetry.requests.add(1, {"mode": mode, "task": decision.task, "rule": decision.rule, "status": "200"})
-        self.telemetry.latency.record(latency_ms, {"mode": mode})
-        if not call.stream:  # a stream records its first token as it goes
-            self.telemetry.ttft.record(latency_ms, {"mode": mode})
-        self.telemetry.tokens_per_forward.record(s.tokens_per_forward, {"mode": mode})
-        if mode == "verified":  # 0 when every draft was dropped unverified (AR steps wrote the answer)
-            self.telemetry.acceptance.record(s.acceptance_rate, {"mode": mode})
-        outcome = {"mode": mode, "output_tokens": s.output_tokens, "finish_reason": result.finish_reason,
-                   "latency_ms": round(latency_ms, 2), "tokens_per_forward": round(s.tokens_per_forward, 3),
-                   "drafted": s.drafted, "accepted": s.accepted, "ar_tokens": s.ar_tokens, "looked_up": s.looked_up,
-                   "degraded": degraded}
-        shadow = decision.shadow_verify and mode == "block"
+    def _finish(self, call: Call, attempt: Attempt, result: GenerationResult) -> None:
+        """The answered request's Outcome, built once, to stats, the feed, metrics, and (off the
+        request path) shadow verification and the decisions log."""
+        outcome, decision = Outcome.of(attempt, result, call.stream), attempt.decision
+        self.stats.record(outcome)
+        self.feed.add(feed_entry(decision, outcome.mode) | {"status": 200} | outcome.record())
+        self.telemetry.record(outcome, decision)
+        shadow = decision.shadow_verify and outcome.mode == "block"
         if shadow or self.redis is not None:
-            self._spawn(self._after(call.route, decision, gen, result.token_ids, outcome, shadow))
+            self._spawn(self._after(call.route, attempt, result.token_ids, outcome, shadow))
 
-    async def _after(self, route, decision, gen: GenerationRequest, answer_ids: list[int], outcome: dict, shadow: bool) -> None:
+    async def _after(self, route, attempt: Attempt, answer_ids: list[int], outcome: Outcome, shadow: bool) -> None:
         """Off the request path: shadow-verify a block answer, then log the decision with its outcome
         (the agreement included: retraining learns from it where block's answers differ from AR's)."""
         if shadow:
-            accepted = await self._shadow_verify(gen, answer_ids)
+            accepted = await self._shadow_verify(attempt.request, answer_ids)
             if accepted is not None:
-                outcome = outcome | {"shadow_agreement": round(accepted / len(answer_ids), 4)}
+                outcome = dataclasses.replace(outcome, shadow_agreement=round(accepted / len(answer_ids), 4))
         if self.redis is not None:
-            await asyncio.to_thread(self._log_decision, route, decision, outcome)
+            await asyncio.to_thread(self._log_decision, route, attempt.decision, outcome)
 
     def _error(self, status: int, code: str | None = None, decision=None, mode: str | None = None) -> None:
         """An answered error: /admin/stats, the requests counter and (with a decision: it was routed) the feed."""
@@ -310,16 +279,17 @@ class Gateway:
         if not answer_ids:
             return None
         try:
-            accepted = await asyncio.wait_for(cancelling(self.engines[self.layout.engine("block")].agreement.remote(gen, answer_ids)), timeout=self.timeout_s)
+            accepted = await asyncio.wait_for(self.engines[self.layout.engine("block")].agreement(gen, answer_ids), timeout=self.timeout_s)
         except Exception:
             return None
         self.stats.shadow(len(answer_ids), accepted)
         self.telemetry.acceptance.record(accepted / len(answer_ids), {"mode": "block", "shadow": True})
         return accepted
 
-    def _log_decision(self, route, decision, outcome: dict) -> None:
-        from router.gateway.decisions_log import log_decision, request_features
+    def _log_decision(self, route, decision, outcome: Outcome) -> None:
+        from router.gateway.decision_entry import request_features
+        from router.gateway.decisions_log import log_decision
 
-        if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome, self.decisions_log,
+        if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome.record(), self.decisions_log,
                             stream=self.decisions_stream):
             self.telemetry.decisions_dropped.add(1)

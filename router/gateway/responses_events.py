@@ -1,6 +1,6 @@
 """A streamed chat completion as the Responses API's server-sent events.
 
-`ResponseEvents` reads the chat chunks the gateway streams (`router.gateway.openai_api.chat_chunk`: role,
+`ResponseEvents` reads the chat chunks the gateway streams (`router.gateway.answers.chat_chunk`: role,
 content deltas; a tool call's index, id and name, then its argument fragments; a closing chunk with
 finish_reason and `tandem`; a usage-only chunk; or an in-band `{"error": ...}`) and writes OpenAI's
 events in OpenAI's order, each numbered by `sequence_number`:
@@ -24,7 +24,8 @@ import json
 import time
 from collections.abc import AsyncIterable, AsyncIterator
 
-from router.gateway.responses_api import ResponsesRequest, function_call_item, message_item, new_item_id, response_object, response_usage
+from router.gateway.responses_answers import function_call_item, message_item, new_item_id, response_object, response_usage
+from router.gateway.responses_api import ResponsesRequest
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 # Tandem's error type -> a code OpenAI's ResponseError allows (anything else: server_error)

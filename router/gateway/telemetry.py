@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict, deque
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -28,6 +29,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
 from prometheus_client import CollectorRegistry, generate_latest
+
+if TYPE_CHECKING:
+    from router.decision.types import Decision
+    from router.gateway.outcome import Outcome
 
 
 def _exporters(kind: str):
@@ -89,6 +94,17 @@ class Telemetry:
     def set_state(self, policy_version: int, redis_up: bool) -> None:
         self._state.update(policy_version=float(policy_version), redis_up=float(redis_up))
 
+    def record(self, outcome: Outcome, decision: Decision) -> None:
+        """The metrics of one answered request."""
+        mode = {"mode": outcome.mode}
+        self.requests.add(1, mode | {"task": decision.task, "rule": decision.rule, "status": "200"})
+        self.latency.record(outcome.latency_ms, mode)
+        if not outcome.stream:  # a stream records its first token as it goes
+            self.ttft.record(outcome.latency_ms, mode)
+        self.tokens_per_forward.record(outcome.tokens_per_forward, mode)
+        if outcome.acceptance is not None:  # verified; 0 when every draft was dropped unverified (AR steps wrote the answer)
+            self.acceptance.record(outcome.acceptance, mode)
+
     @staticmethod
     def _observe(values: dict[str, float], label: str):
         from opentelemetry.metrics import Observation
@@ -124,14 +140,14 @@ class GatewayStats:
         self.shadow_drafted = 0  # shadow verification of block answers (policy shadow_verify_rate)
         self.shadow_accepted = 0
 
-    def record(self, mode: str, latency_ms: float, tokens_per_forward: float, drafted: int = 0, accepted: int = 0, degraded: bool = False) -> None:
+    def record(self, outcome: Outcome) -> None:
         with self._lock:
-            self.requests[mode] += 1
-            self._latency[mode].append(latency_ms)
-            self._tpf[mode].append(tokens_per_forward)
-            self.drafted += drafted
-            self.accepted += accepted
-            self.degraded += int(degraded)
+            self.requests[outcome.mode] += 1
+            self._latency[outcome.mode].append(outcome.latency_ms)
+            self._tpf[outcome.mode].append(outcome.tokens_per_forward)
+            self.drafted += outcome.drafted
+            self.accepted += outcome.accepted
+            self.degraded += int(outcome.degraded)
 
     def shadow(self, drafted: int, accepted: int) -> None:
         with self._lock:

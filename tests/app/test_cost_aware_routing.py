@@ -61,7 +61,7 @@ class ARLoad:
     """LOAD_ROWS clients sending long forced-AR requests back to back (forced: routing never moves
     them), and one sending short forced-block labels: under load the router moves a request to a
     mode only once that mode's engine has answered requests at its present load (`known` in
-    `Router._faster_at_equal_quality`), as live traffic would have it."""
+    `Router.faster_at_equal_quality`), as live traffic would have it."""
 
     def __init__(self, base_url: str):
         self.base_url, self.stop, self.errors = base_url, threading.Event(), []

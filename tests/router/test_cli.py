@@ -10,7 +10,8 @@ from pathlib import Path
 
 from lab.cli.main import main
 from lab.routing.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
-from router.gateway.decisions_log import DecisionsLogSettings, log_decision, request_features
+from router.gateway.decision_entry import request_features
+from router.gateway.decisions_log import DecisionsLogSettings, log_decision
 from tests.policies.helpers import redis_client
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ from policies.schema import DEFAULT_TASK_MODES
 from router import Router
 from engines.types import EngineLoad, GenerationRequest
 from router.decision.live_costs import DraftKey
-from router.decision.routing_view import EngineView, RoutingView
+from router.decision.engine_view import EngineView
+from router.decision.routing_view import RoutingView
 from tests.router.test_decide import ESSAY, EXTRACT, policy, req
 
 # A CPU-like profile: a canvas step costs ~4 AR steps at batch 1, ~10 at batch 8.
@@ -584,23 +585,23 @@ def test_the_view_hands_the_engines_cost_profile_to_the_router():
 
     from router.decision.routing_view import RoutingView
 
-    class Method:
-        def __init__(self, value):
-            self.value = value
-
-        async def remote(self):
-            return self.value
-
-    class Handle:
+    class Engine:  # the EngineClient calls the view makes (router.decision.engine_client)
         def __init__(self, profile):
-            self.cost_profile = Method(profile)
-            self.info = Method(None)
-            self.load = Method(EngineLoad(queued=0, running=0, capacity=8, max_queue=64))
+            self.profile = profile
+
+        async def cost_profile(self):
+            return self.profile
+
+        async def info(self):
+            return None
+
+        async def load(self):
+            return EngineLoad(queued=0, running=0, capacity=8, max_queue=64)
 
     got = []
 
     async def run():
-        rv = RoutingView({"block": Handle(BY_CANVAS), "ar": Handle(None)}, on_cost=got.append)
+        rv = RoutingView({"block": Engine(BY_CANVAS), "ar": Engine(None)}, on_cost=got.append)
         await rv.ready()
         rv._poller.cancel()
         return rv

@@ -154,7 +154,7 @@ def test_shadow_verify_is_deterministic_per_request_and_follows_the_rate(route):
 
 
 def test_load_aware_routing_can_be_switched_off_and_spills_when_on(route):
-    from router.decision.routing_view import EngineView
+    from router.decision.engine_view import EngineView
 
     full_block = {"block": EngineView(queue_ratio=0.95), "ar": EngineView(queue_ratio=0.2)}
     d = route(load_aware={"enabled": False}).decide(req(), full_block)
@@ -244,3 +244,11 @@ def test_a_decision_keeps_the_policy_that_made_it(route):
     decision.agreement = 0.5  # under the newer floor (1.0) block would not agree; under the deciding one (0.0) it does
     assert router.draft_key(decision).agrees
     assert "policy" not in decision.model_dump() and "_policy" not in decision.model_dump_json()
+
+
+def test_the_trace_says_how_the_route_came_about(route):
+    d = route(safe_mode="verified", constrained_mode="ar", confidence_floor=1.0).decide(req(structured="json_object"))
+    assert (d.mode, d.rule, d.trace) == ("ar", "constrained", ["task_default:block", "low_confidence:verified", "grammar:ar"])
+    assert d.headers()["x-tandem-route-trace"] == "task_default:block,low_confidence:verified,grammar:ar"
+    forced = route().decide(req(model="tandem-ar"))
+    assert forced.trace == ["forced:ar"] and forced.headers()["x-tandem-route-reason"] == "forced_model"

@@ -12,7 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from router.gateway import decisions_log
-from router.gateway.decisions_log import DecisionsLogSettings, entry_weight, log_decision, request_features
+from router.gateway.decision_entry import request_features
+from router.gateway.decisions_log import DecisionsLogSettings, entry_weight, log_decision
 from lab.routing.decisions import read_decisions, to_training_record
 from router.decision.features import NUMERIC_FEATURES
 from router.decision.types import RouteRequest
@@ -249,18 +250,22 @@ def test_writer_never_raises_when_redis_is_down():
 
 @pytest.mark.parametrize("store_text", [False, True])
 def test_the_gateway_logs_by_its_settings(prefix, redis_url, store_text):
-    from router.gateway.orchestration import Gateway
     from router.decision.types import Decision
+    from router.gateway.orchestration import Gateway
+    from router.gateway.outcome import Outcome
 
     gw = Gateway(None, None, policy_source=str(ROOT / "policies" / "default.yaml"), redis_url=redis_url, key_prefix=prefix,
                  decisions_log={"store_text": store_text, "max_entry_bytes": 4096})
     route = RouteRequest.from_prompt(f"Extract the card: {CARD}", max_tokens=8, request_id="r" * 10_000)
     decision = Decision(mode="ar", canvas=None, steps=None, reason="test", rule="task_default", task="extract", predicted_tokens=8,
                         confidence=0.99, policy_version=1, request_id=route.request_id)
-    gw._log_decision(route, decision, {"output_tokens": 8})
+    outcome = Outcome(mode="ar", degraded=False, stream=False, latency_ms=12.5, estimate_ms=None, output_tokens=8, finish_reason="stop",
+                      tokens_per_forward=1.0, drafted=0, accepted=0, acceptance=None, ar_tokens=8, looked_up=0)
+    gw._log_decision(route, decision, outcome)
     (fields,) = raw_entries(redis_client(), prefix + "decisions")
     assert (CARD in fields.get("text", "")) is store_text and CARD not in fields["features"] + fields["decision"]
     assert len(json.loads(fields["decision"])["request_id"]) == decisions_log.MAX_ID_CHARS  # a client's x-request-id is cut too
+    assert json.loads(fields["outcome"]) == outcome.record()
     gw.redis.close()
 
 

@@ -20,6 +20,9 @@ def test_a_failed_probe_right_after_a_replica_died_marks_the_engine_down_and_wak
         assert health.is_down("ar") and not health.is_down("block")
         assert waiting.done(), "requests waiting on the engine hear that it went down"
         assert health.went_down("ar").done(), "a request that starts waiting now hears it at once"
+        health.wake.clear()
+        health.died("ar")  # the next probe of a gone deployment fails at once again
+        assert not health.wake.is_set(), "an engine already down is probed at the poll interval, not in a busy loop"
         health.probed("ar", ok=True)
         assert not health.is_down("ar")
         assert not health.went_down("ar").done(), "back up: a fresh future for the next outage"

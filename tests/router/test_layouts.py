@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from engines.types import GenerationRequest
 from router.decision.layouts import SHARED, SPLIT, EngineViews, engine_of
-from router.decision.routing_view import EngineView, RoutingView
+from router.decision.engine_view import EngineView
+from router.decision.routing_view import RoutingView
 from tests.router.test_decide import req, route  # noqa: F401 - the fixture and its request factory
 
 

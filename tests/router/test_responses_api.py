@@ -22,8 +22,10 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter, ValidationError
 
 from engines.errors import InvalidRequestError, ServiceUnavailableError
-from router.gateway.openai_api import DONE, ChatCompletionRequest, assistant_message, chat_chunk, chat_response, sse, usage, validation_error
-from router.gateway.responses_api import ResponsesRequest, chat_request, new_response_id, to_chat_body, to_response
+from router.gateway.answers import DONE, assistant_message, chat_chunk, chat_response, sse, usage
+from router.gateway.openai_api import ChatCompletionRequest, validation_error
+from router.gateway.responses_answers import new_response_id, to_response
+from router.gateway.responses_api import ResponsesRequest, chat_request, to_chat_body
 from router.gateway.responses_events import ResponseEvents, chat_chunks, encode, translate_stream
 from router.gateway.responses_store import DEFAULT_TTL_S, NO_STORE, ResponseStore, conversation_items, history_for, stores
 from router.gateway.structured import output_spec

@@ -32,7 +32,8 @@ from lab.model.tasks import TASK_FAMILIES, generate_suite
 from engines.types import GenerationRequest
 from router.decision.classifier import RouterModel, load_model
 from router.decision.decide import Router
-from router.gateway.decisions_log import DecisionsLogSettings, log_decision, request_features
+from router.gateway.decision_entry import request_features
+from router.gateway.decisions_log import DecisionsLogSettings, log_decision
 from router.decision.features import extract_features
 from lab.routing.fit import agreement_reference
 from lab.routing.train import train

@@ -12,21 +12,17 @@ from router.decision.routing_view import RoutingView
 
 
 class Call:
-    """One deployment method as a Ray handle exposes it (`method.remote()` is awaitable), answering
-    after `delays` seconds in turn (the last delay repeats)."""
+    """One EngineClient method (router.decision.engine_client), answering after `delays` seconds in
+    turn (the last delay repeats)."""
 
     def __init__(self, answer, delays: list[float]):
         self.answer, self.delays, self.calls = answer, delays, 0
 
-    def remote(self):
+    async def __call__(self):
         delay = self.delays[min(self.calls, len(self.delays) - 1)]
         self.calls += 1
-
-        async def answered():
-            await asyncio.sleep(delay)
-            return self.answer
-
-        return answered()
+        await asyncio.sleep(delay)
+        return self.answer
 
 
 class Engine:

@@ -136,7 +136,7 @@ function renderDecisions(fresh) {
     const served = d.mode === d.routed_mode ? d.mode : `${d.routed_mode} → ${d.mode}`;
     cell(row, served + (d.degraded ? " (degraded)" : ""), `mode ${d.mode}`);
     cell(row, `${d.task} (${Math.round(d.confidence * 100)}%)`);
-    cell(row, d.rule);
+    cell(row, d.rule, "", d.trace ? `trace: ${d.trace.join(" → ")}` : null);  // how the route came about, on hover
     cell(row, d.policy_version, "num");
     cell(row, d.reason, "reason");
     cell(row, round(d.latency_ms), "num");

@@ -1,0 +1,113 @@
+"""Failover's degraded path (router/gateway/failover.py) through the Gateway's HTTP routes, in seconds:
+the shipped tiny engine in-process behind the AR engine's name, and a block engine whose replica
+is gone. A request routed to block is answered in the policy's on_engine_failure mode, says so
+(headers, body, feed, stats), and follows the policy that routed it; without a failure mode it is
+a 503 with Retry-After. (The soak and cluster suites cover the same with Ray and killed replicas.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+
+import httpx
+import pytest
+import yaml
+
+from engines.types import MODES
+from tests.router.local_engines import GoneEngine, LocalEngine
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from engines.deployment import EngineDeployment
+
+    return LocalEngine(EngineDeployment(modes=MODES, max_wait_s=0.001))
+
+
+@pytest.fixture
+def policy_file(tmp_path):
+    from policies.stores import DEFAULT_POLICY_PATH
+
+    path = tmp_path / "policy.yaml"
+    shutil.copy(DEFAULT_POLICY_PATH, path)
+    return path
+
+
+def served(engine, policy_file, requests, change_policy=None):
+    """Answers to `requests` ((path, json body) pairs) from a Gateway whose block engine is gone
+    and whose AR engine is `engine`; `change_policy(dict)` is written between the decision and the
+    failover of the first request. Returns the answers and the gateway."""
+    from router.gateway.ingress import api
+    from router.gateway.orchestration import Gateway, replica_gateway
+
+    gw = Gateway(GoneEngine(), engine, policy_source=str(policy_file), request_timeout_s=60.0, probe_interval_s=0.05)
+    if change_policy is not None:  # a newer policy lands while the request is in flight, right after routing
+        decide = gw.router.decide
+
+        def decide_then_change(*args, **kwargs):
+            decision = decide(*args, **kwargs)
+            policy_file.write_text(yaml.safe_dump(change_policy(yaml.safe_load(policy_file.read_text()))))
+            gw.router.store.check_interval_s = 0.0
+            assert gw.router.policy.version != decision.policy_version or gw.router.policy.on_engine_failure != decision.policy.on_engine_failure
+            return decision
+
+        gw.router.decide = decide_then_change
+
+    async def run():
+        api.dependency_overrides[replica_gateway] = lambda: gw
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://gateway", timeout=60.0) as client:
+                return [await client.post(path, json=body) for path, body in requests]
+        finally:
+            api.dependency_overrides.pop(replica_gateway, None)
+            # asyncio.wait_for (3.11) swallows a cancel that lands as its inner call finishes, and a
+            # gone engine's calls finish at once: cancel until the poller has stopped
+            while not gw.view._poller.done():
+                gw.view._poller.cancel()
+                await asyncio.sleep(0.01)
+
+    return asyncio.run(run()), gw
+
+
+CHAT = {"model": "tandem-block", "messages": [{"role": "user", "content": "Extract the name as JSON: Alice Smith lives in Paris."}],
+        "max_tokens": 12}
+
+
+def test_a_request_for_a_gone_engine_is_answered_in_the_failure_mode_and_says_so(engine, policy_file):
+    (whole, streamed), gw = served(engine, policy_file, [("/v1/chat/completions", CHAT), ("/v1/chat/completions", CHAT | {"stream": True})])
+    assert whole.status_code == 200, whole.text
+    assert (whole.headers["x-tandem-mode"], whole.headers["x-tandem-degraded"], whole.headers["x-tandem-route-reason"]) == ("ar", "true", "forced_model")
+    body = whole.json()
+    assert body["tandem"]["degraded"] and (body["tandem"]["mode"], body["tandem"]["routed_mode"]) == ("ar", "block")
+    assert body["usage"]["completion_tokens"] >= 1 and body["choices"][0]["message"]["content"]
+    assert streamed.status_code == 200 and streamed.headers["x-tandem-degraded"] == "true"
+    events = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
+    assert events[-1]["tandem"]["degraded"] and "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+    feed = gw.feed.after(0)
+    assert [(e["status"], e["mode"], e["routed_mode"], e["degraded"], e["stream"]) for e in feed] == [
+        (200, "ar", "block", True, False), (200, "ar", "block", True, True)]
+    assert feed[0]["latency_ms"] > 0 and feed[0]["output_tokens"] == body["usage"]["completion_tokens"]
+    stats = gw.stats.snapshot()
+    assert stats["degraded"] == 2 and stats["modes"]["ar"]["requests"] == 2
+    assert gw.view.health.is_down("block") and not gw.view.health.is_down("ar")
+
+
+def test_without_a_failure_mode_the_client_gets_a_503_with_retry_after(engine, policy_file):
+    data = yaml.safe_load(policy_file.read_text())
+    data["on_engine_failure"] = {"verified": "ar", "ar": "verified"}  # nothing for block
+    policy_file.write_text(yaml.safe_dump(data))
+    (answer,), gw = served(engine, policy_file, [("/v1/chat/completions", CHAT)])
+    assert answer.status_code == 503 and answer.headers["retry-after"] and answer.json()["error"]["code"] == "engine_unavailable"
+    assert [(e["status"], e["routed_mode"]) for e in gw.feed.after(0)] == [(503, "block")]
+
+
+def test_failover_follows_the_policy_that_routed_the_request(engine, policy_file):
+    """A policy written while a request is in flight does not change where it fails over to."""
+
+    def drop_block_failover(data):
+        return data | {"on_engine_failure": {"verified": "ar", "ar": "verified"}}
+
+    (answer,), gw = served(engine, policy_file, [("/v1/chat/completions", CHAT)], change_policy=drop_block_failover)
+    assert answer.status_code == 200 and answer.headers["x-tandem-degraded"] == "true"
+    assert "block" not in gw.router.policy.on_engine_failure  # the live policy has none by now
