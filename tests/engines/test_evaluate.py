@@ -120,13 +120,22 @@ def test_cli_end_to_end_on_the_tiny_checkpoint(tiny_checkpoint, tmp_path, capsys
     assert sorted({r["family"] for r in records}) == ["classify", "code"] and len(records) == 2 * len(want)
     for r in records:
         assert RECORD_KEYS <= set(r) and r["n"] == 2
-        assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["family_score"] <= 1.0
-        assert r["exact_match"] <= r["family_score"]  # an exact output has family score 1.0
-        assert r["tokens_per_forward"] > 0 and r["p50_ms"] > 0
+        # random weights write no answer, nor any field or label of one: every score is exactly 0
+        assert (r["exact_match"], r["family_score"]) == (0.0, 0.0), r
+        assert r["p50_ms"] > 0  # wall time: positive is all a test can say of it
         assert r["canvas_sizes"] == ([] if r["mode"] == "ar" else [32])  # right-sizing capped at canvas_length
+    by = {(r["family"], r["mode"], r["steps"], r["canvas"]): r for r in records}
+    for family in ("classify", "code"):
+        ar = by[family, "ar", None, None]
+        assert ar["tokens_per_forward"] >= 1.0  # every AR forward after the prefill writes at least one token
+        # the random model is unsure of every token (engines.drafting.SURE_ENTROPY): verified drafts nothing,
+        # so it decodes as AR does, forward for forward
+        verified = by[family, "verified", 2, "right"]
+        assert (verified["acceptance_rate"], verified["tokens_per_forward"]) == (0.0, ar["tokens_per_forward"])
+        for canvas in ("right", "full"):  # fewer denoising steps per canvas: more tokens per forward
+            assert by[family, "block", 4, canvas]["tokens_per_forward"] > by[family, "block", 12, canvas]["tokens_per_forward"]
     verified = [r for r in records if r["mode"] == "verified"]
     assert [r["mismatches_vs_ar"] for r in verified] == [0, 0]
-    assert all(0.0 <= r["acceptance_rate"] <= 1.0 for r in verified)
 
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
