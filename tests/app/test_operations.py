@@ -22,6 +22,8 @@ def test_admin_needs_the_bearer_token(base_url, admin_headers):
     wrong = httpx.get(f"{base_url}/admin/stats", headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401 and wrong.json()["error"]["type"] == "authentication_error"
     assert "test-admin-token" not in wrong.text
+    answered = chat(base_url, model="tandem-block")  # work the block engine's backlog counted, and is done with
+    assert answered.status_code == 200 and answered.headers["x-tandem-mode"] == "block", answered.text
     ok = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10)
     assert ok.status_code == 200
     engines = ok.json()["engines"]  # the split layout: each engine deployment with the modes it serves
@@ -29,7 +31,9 @@ def test_admin_needs_the_bearer_token(base_url, admin_headers):
     assert (engines["block"]["deployment"], engines["block"]["modes"]) == ("BlockEngine", ["block", "verified"])
     assert (engines["ar"]["deployment"], engines["ar"]["modes"]) == ("AREngine", ["ar"])
     routing = ok.json()["routing"]  # what cost-aware routing sees: calibration, backlog, requests in flight
-    assert set(routing["calibration"]) == {"block", "ar"} and routing["block_backlog_ms"] >= 0 and set(routing["in_flight"]) == {"block", "ar"}
+    assert set(routing["calibration"]) == {"block", "ar"} and set(routing["in_flight"]) == {"block", "ar"}
+    # the test's block request has returned: nothing in flight, so no work ahead (router.decision.live_costs.Backlog)
+    assert routing["in_flight"]["block"] == 0 and routing["block_backlog_ms"] == 0.0
 
 
 def routing_content(policy: dict) -> dict:
@@ -156,29 +160,64 @@ def test_decisions_are_appended_to_the_redis_stream(base_url, serve_app):
     client.close()
 
 
-def test_shadow_verification_measures_acceptance_of_block_answers_and_logs_it_for_retraining(base_url, admin_headers, serve_app):
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens two answers share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+SHADOW_SEED = 0  # a seeded block answer is reproducible (engines.types: same seed, same output, alone or batched)
+
+
+def test_shadow_verification_measures_acceptance_of_block_answers_and_logs_it_for_retraining(base_url, admin_headers, serve_app, app_checkpoint):
+    from engines import DiffusionEngine
+    from engines.types import GenerationRequest
     from policies.stores.base import default_policy
 
     current = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
     shipped = default_policy().shadow_verify_rate  # policies/default.yaml's rate, which the shared app starts with
     assert current["shadow_verify_rate"] == shipped
+    before = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10).json()["shadow_acceptance_rate"]
     applied = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current | {"shadow_verify_rate": 1.0}})
     assert applied.status_code == 200, applied.text
     try:
-        r = chat(base_url, model="tandem-block")
+        r = chat(base_url, model="tandem-block", max_tokens=8, seed=SHADOW_SEED)
         assert r.headers["x-tandem-mode"] == "block"
-        rate = None
-        deadline = time.time() + 30
-        while rate is None and time.time() < deadline:
-            rate = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10).json()["shadow_acceptance_rate"]
-            time.sleep(0.2)
-        assert rate is not None and 0.0 <= rate <= 1.0
-        entry = logged_entry(serve_app, r.json()["id"])
+        entry = logged_entry(serve_app, r.json()["id"])  # logged after the shadow pass (orchestration._after)
         assert entry is not None, "the decision never reached the stream"
-        outcome = json.loads(entry["outcome"])
-        assert outcome["mode"] == "block" and 0.0 <= outcome["shadow_agreement"] <= 1.0  # the agreement label retraining reads
+        decision, outcome = json.loads(entry["decision"]), json.loads(entry["outcome"])
+        rate = httpx.get(f"{base_url}/admin/stats", headers=admin_headers, timeout=10).json()["shadow_acceptance_rate"]
     finally:
         reset = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, json={"policy": current})
         assert reset.status_code == 200, reset.text
         now = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
         assert now["shadow_verify_rate"] == shipped and routing_content(now) == routing_content(current)
+
+    # The expected agreement, derived without the engine's agreement pass: the served block answer,
+    # decoded again in this process (same checkpoint, seed, canvas and steps: its text must be the
+    # served text), against AR's greedy answer to the same messages (its text must be what tandem-ar
+    # serves). AR accepts a block token exactly while the answers agree, so the agreement is their
+    # common prefix over the block answer's length. Token ids, not texts: the random model writes
+    # partial UTF-8 that the served text replaces, so the texts cannot be tokenized back.
+    engine = DiffusionEngine.from_checkpoint(app_checkpoint)
+    canvas = min(decision["canvas"], engine.config.canvas_length)  # the gateway caps it at the engine's canvas
+    block = engine.generate(GenerationRequest(messages=MSG, mode="block", max_new_tokens=8, seed=SHADOW_SEED,
+                                              canvas=canvas, max_denoising_steps=decision["steps"]))
+    assert block.text == r.json()["choices"][0]["message"]["content"] and len(block.token_ids) == outcome["output_tokens"]
+    greedy = engine.generate(GenerationRequest(messages=MSG, mode="ar", max_new_tokens=len(block.token_ids), temperature=0.0))
+    served_ar = chat(base_url, model="tandem-ar", max_tokens=len(block.token_ids), temperature=0)
+    assert greedy.text == served_ar.json()["choices"][0]["message"]["content"]
+    agreed = common_prefix(block.token_ids, greedy.token_ids)
+    assert 0 < agreed < len(block.token_ids), f"seed {SHADOW_SEED} no longer tells a partial agreement from none or all: pick another"
+    expected = round(agreed / len(block.token_ids), 4)
+    assert outcome["mode"] == "block" and outcome["shadow_agreement"] == expected  # the agreement label retraining reads
+    # /admin/stats pools every shadowed token of the app's life: ours alone (exact) when none came
+    # before, else a token-weighted mean that lies between the earlier rate and ours
+    if before is None:
+        assert rate == expected
+    else:
+        assert min(before, expected) - 1e-4 <= rate <= max(before, expected) + 1e-4  # 1e-4: both are rounded to 4 places
