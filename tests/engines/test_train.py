@@ -162,7 +162,8 @@ def test_evaluate_runs_both_modes(tokenizer):
     items = generate_suite(1, "val", 0, ("classify", "code"))
     result = evaluate(model, tokenizer, items)
     assert set(result) == {"ar", "block"} and set(result["block"]) == {"classify", "code"}
-    assert all(0.0 <= v <= 1.0 for fams in result.values() for v in fams.values())
+    # an untrained model writes no reference answer exactly, in either mode
+    assert result == {"ar": {"classify": 0.0, "code": 0.0}, "block": {"classify": 0.0, "code": 0.0}}
     prompt, answer = encode_item(tokenizer, items[0])
     assert prompt[0] == tokenizer.bos_token_id and answer[-1] == tokenizer.eos_token_id
 
@@ -182,7 +183,8 @@ def test_evaluate_reports_field_scores_and_skips_block_families(tokenizer):
     result = evaluate(model, tokenizer, items, fields=True, block_skip=("label",))
     assert set(result) == {"ar", "block", "ar_field", "block_field"}
     assert set(result["ar_field"]) == {"extract", "label"} and set(result["block"]) == {"extract"}
-    assert all(0.0 <= v <= 1.0 for fams in result.values() for v in fams.values())
+    # an untrained model writes neither an exact answer nor any right field or label
+    assert all(v == 0.0 for fams in result.values() for v in fams.values()), result
 
 
 def test_fresh_model_takes_its_shape_and_a_tokenizer_of_rendered_prompts():
