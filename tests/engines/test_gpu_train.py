@@ -42,5 +42,6 @@ def test_train_script_dry_run_writes_a_sharded_checkpoint_and_its_held_out_score
     families = report["new"]["families"]
     assert set(families) == set(SHORT_FAMILIES)
     for family, s in families.items():
-        assert 0.0 <= s["ar_exact"] <= 1.0 and 0.0 <= s["ar_score"] <= 1.0
+        # 4 steps leave the toy model untrained: it writes no right answer, field or label in either mode
+        assert {"ar_exact", "ar_score"} <= set(s) and all(v == 0.0 for v in s.values()), (family, s)
         assert ("block_score" in s) == (family not in OPEN_FAMILIES)  # the open families are served skeleton-seeded, not plain block
