@@ -164,6 +164,16 @@ def test_evaluate_runs_both_modes(tokenizer):
     assert set(result) == {"ar", "block"} and set(result["block"]) == {"classify", "code"}
     # an untrained model writes no reference answer exactly, in either mode
     assert result == {"ar": {"classify": 0.0, "code": 0.0}, "block": {"classify": 0.0, "code": 0.0}}
+    # and a model that answers is scored right: the shipped checkpoint answers classify in AR exactly
+    # (60 of 60 test items, docs/operations.md), so this item too
+    from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+
+    from engines.defaults import SHIPPED_CHECKPOINT
+
+    shipped = DiffusionGemmaForBlockDiffusion.from_pretrained(SHIPPED_CHECKPOINT, local_files_only=True)
+    shipped_tokenizer = AutoTokenizer.from_pretrained(SHIPPED_CHECKPOINT, local_files_only=True)
+    fresh = generate_suite(1, "val", 0, ("classify",))  # answer lengths counted with the shipped tokenizer, not the one above
+    assert evaluate(shipped, shipped_tokenizer, fresh, modes=("ar",)) == {"ar": {"classify": 1.0}}
     prompt, answer = encode_item(tokenizer, items[0])
     assert prompt[0] == tokenizer.bos_token_id and answer[-1] == tokenizer.eos_token_id
 
