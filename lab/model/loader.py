@@ -1,6 +1,6 @@
 """Training batches from worker processes, so that an accelerator never waits on Python.
 
-A batch is a pure function of (seed, step) (`lab.model.train.make_batch`: sample items, render the
+A batch is a pure function of (seed, step) (the `build` handed in: `lab.model.train.make_batch`, sample items, render the
 chat template, tokenize, lay out), so a map-style dataset indexed by step is exact: N workers build
 steps ahead of the loop in any order and the loop receives them in step order, the same batches a
 single process would build, and a resumed run replays them. With no workers the batches are built
@@ -22,16 +22,14 @@ NO_END = 2**62  # a step budget nobody reaches: the loop stops on its own budget
 class StepBatches(Dataset):
     """The batch of step i, built on demand (in whatever process the loader runs it)."""
 
-    def __init__(self, tokenizer, cfg):
-        self.tokenizer, self.cfg = tokenizer, cfg
+    def __init__(self, build, tokenizer, cfg):
+        self.build, self.tokenizer, self.cfg = build, tokenizer, cfg
 
     def __len__(self) -> int:
         return NO_END
 
     def __getitem__(self, step: int):
-        from lab.model.train import make_batch
-
-        return make_batch(self.tokenizer, self.cfg, step)
+        return self.build(self.tokenizer, self.cfg, step)
 
 
 def _quiet_tokenizer(_worker: int) -> None:
@@ -41,9 +39,10 @@ def _quiet_tokenizer(_worker: int) -> None:
     torch.set_num_threads(1)
 
 
-def batches(tokenizer, cfg, start: int, workers: int = 0, pin_memory: bool = False, prefetch: int = 4) -> Iterator:
-    """Batches of steps start, start + 1, ... in order; built in `workers` processes (0: here)."""
-    data = StepBatches(tokenizer, cfg)
+def batches(build, tokenizer, cfg, start: int, workers: int = 0, pin_memory: bool = False, prefetch: int = 4) -> Iterator:
+    """Batches of steps start, start + 1, ... in order, each `build(tokenizer, cfg, step)`; built in
+    `workers` processes (0: here). `build` is handed in, so the loader does not import the trainer."""
+    data = StepBatches(build, tokenizer, cfg)
     if workers <= 0:
         return (data[step] for step in range(start, NO_END))
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # before the fork: the parent's pool is then never started

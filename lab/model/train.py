@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion, DynamicCache
 
 from engines.defaults import CANVAS_SIZES
+from lab.model.loader import batches
 from lab.model.tasks import FAMILIES, LONG_FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
 
 OPT_IN_FAMILIES = ("tool",) + OPEN_FAMILIES  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
@@ -478,8 +479,6 @@ def evaluate(model, tokenizer, items: list[TaskItem], modes: tuple[str, ...] = (
 
 def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) -> dict:
     """Run training; returns the final summary (step, losses, last eval). `max_steps` caps this call."""
-    from lab.model.loader import batches
-
     torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device)
     out = Path(cfg.out)
@@ -529,7 +528,7 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
         save_checkpoint(model, tokenizer, out, cfg.max_shard_size)
         save_state(model, opt, step, elapsed_before + time.time() - t0, out)
 
-    stream = batches(tokenizer, cfg, step, cfg.workers, pin_memory=device.type == "cuda")
+    stream = batches(make_batch, tokenizer, cfg, step, cfg.workers, pin_memory=device.type == "cuda")
     # bf16 autocast on CUDA: matmuls in bf16, the losses' softmax in fp32 (`losses` casts); off on the CPU
     autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16 and device.type == "cuda")
     while True:

@@ -42,7 +42,7 @@ def tokenizer():
 
 def test_worker_processes_build_the_loops_own_batches_in_step_order(tokenizer):
     cfg = _cfg(tool_batch_prob=0.3, skeleton_prob=0.5, family_weights={"schema": 2.0, "toolcall": 2.0, "label": 1.0, "extract": 1.0})
-    stream = batches(tokenizer, cfg, start=5, workers=2)
+    stream = batches(make_batch, tokenizer, cfg, start=5, workers=2)
     for step in range(5, 13):
         got, want = next(stream), make_batch(tokenizer, cfg, step)
         assert got.context_len == want.context_len and got.families == want.families
