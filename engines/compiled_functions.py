@@ -1,11 +1,13 @@
 """Functions of tensors that run compiled where a model's calls are (`engines.compiled`).
 
-Besides the encoder and decoder, two pieces of a step are plain functions of tensors: the logits
-head (the tied `lm_head` and the soft cap, `engines.logits.soft_capped_logits`) and the denoising
-step's work after its draws (`engines.canvas_step.settle`). On a compiled model each runs as one
-compiled call (the cap's divide, tanh and multiply fused over the logits instead of three passes);
-on an eager one, as itself. One compiled version per function serves every engine in the process,
-so a second engine on the same shapes reuses the first one's graphs.
+Besides the encoder's and decoder's own calls, three pieces of a step are plain functions of
+tensors: the logits head after an encoder call (the tied `lm_head` and the soft cap,
+`engines.logits.soft_capped_logits`), a canvas step's decoder call together with its head
+(`engines.static_batch.decoder_logits`: one compiled call per canvas step instead of two) and the
+denoising step's work after its draws (`engines.canvas_step.settle`). On a compiled model each runs
+as one compiled call (the cap's divide, tanh and multiply fused over the logits instead of three
+passes); on an eager one, as itself. One compiled version per function serves every engine in the
+process, so a second engine on the same shapes reuses the first one's graphs.
 
 Apart from `engines.compiled` because the batch layouts call these and `engines.compiled` switches
 the layouts.
