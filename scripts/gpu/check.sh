@@ -18,10 +18,11 @@ mkdir -p "$OUT"
 source scripts/gpu/env.sh  # PY: a Python with torch, transformers and the rest (from scripts/gpu/wheels when missing)
 DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 if [ "$DEVICE" = cpu ]; then
-  # A dry run: 2 layers, batches 1 and 2. CHECK_TEXT_OVERRIDES (JSON) narrows the model further and
-  # CHECK_MODES / CHECK_BATCHES pick a subset: what tests/engines/test_gpu_check.py runs.
-  echo "gpu check: no CUDA device; a dry run on the CPU at 2 layers" >&2
-  LAYERS=2; BATCHES=${CHECK_BATCHES:-1,2}; EXTRA=(--quick --dtype float32 --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}")
+  # A dry run: 2 layers (CHECK_LAYERS), batches 1 and 2. CHECK_TEXT_OVERRIDES (JSON) narrows the model
+  # further and CHECK_MODES / CHECK_BATCHES pick a subset: what tests/engines/test_gpu_check.py runs.
+  LAYERS=${CHECK_LAYERS:-2}
+  echo "gpu check: no CUDA device; a dry run on the CPU at $LAYERS layer(s)" >&2
+  BATCHES=${CHECK_BATCHES:-1,2}; EXTRA=(--quick --dtype float32 --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}")
 else
   BATCHES=1,4,8,16; EXTRA=(--steps 16)
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}: {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}')"

@@ -1,5 +1,5 @@
 """`scripts/gpu/check.sh` end to end as a CPU dry run: the same script and benchmarks as the H200 run,
-on a narrow model of the 26B-A4B layout (2 layers, 4 experts, a 4,096-token vocabulary), block at
+on a narrow model of the 26B-A4B layout (one layer, 4 experts, a 4,096-token vocabulary), block at
 batch 1. What a GPU session reads: three JSONs, each part's records, compiled == eager. The parts'
 time limits are raised: compiling on a busy 2-core machine takes minutes, not the H200's seconds."""
 
@@ -21,7 +21,7 @@ NARROW = {"hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 1
 # Three processes, two of them compiling (the graphs are this shape's own): minutes here.
 @pytest.mark.timeout(1200)
 def test_the_gpu_check_dry_run_writes_every_parts_records(tmp_path):
-    env = os.environ | {"TANDEM_GPU_VENV": sys.prefix, "CHECK_MODES": "block", "CHECK_BATCHES": "1",
+    env = os.environ | {"TANDEM_GPU_VENV": sys.prefix, "CHECK_MODES": "block", "CHECK_BATCHES": "1", "CHECK_LAYERS": "1",
                         "CHECK_TEXT_OVERRIDES": json.dumps(NARROW), "MODES_LIMIT": "200", "COMPILE_LIMIT": "600",
                         "DENSE_LIMIT": "300"}
     done = subprocess.run(["bash", str(ROOT / "scripts/gpu/check.sh"), str(tmp_path)], env=env, capture_output=True,
