@@ -34,7 +34,7 @@ def start_layouts(checkpoint: str | None, engine: dict, num_cpus: int = 4) -> tu
     import ray
     from ray import serve
 
-    from lab.cli.local_app import BUSY_MACHINE_SERVE_TIMEOUTS, HTTP_LIMITS, WORKER_PRIORITY, free_port
+    from lab.cli.local_app import BUSY_MACHINE_SERVE_TIMEOUTS, HTTP_LIMITS, WORKER_PRIORITY, became_ready, free_port
     from router.app import application
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -56,16 +56,9 @@ def start_layouts(checkpoint: str | None, engine: dict, num_cpus: int = 4) -> tu
 
     deadline = time.monotonic() + 600
     for url in urls.values():
-        while True:
-            try:
-                if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                stop()
-                raise SystemExit(f"tandem: {url} did not get ready in 600 s")
-            time.sleep(0.5)
+        if not became_ready(url, deadline):
+            stop()
+            raise SystemExit(f"tandem: {url} did not get ready in 600 s")
     return urls, stop
 
 

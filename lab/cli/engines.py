@@ -5,6 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+
+def _json_object(text: str) -> dict:
+    """An argparse type: a JSON object (text-config fields), or a usage error that says what was wrong."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at character {exc.pos}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"a JSON object of text-config fields is wanted, got {type(value).__name__}")
+    return value
 
 
 def _bounded(kind, low: float, high: float = float("inf"), low_open: bool = False):
@@ -53,6 +65,14 @@ def _lazy(module: str, func: str = "main"):
 def _lazy_shape_or(module: str):
     """`tandem bench engines`: the checkpoint benchmark, or with --shape the random-weight one."""
     def run(args):
+        if args.shape and args.text_overrides:  # checked before minutes of building: a misspelt field is a usage error
+            from engines.shapes import shape_config
+
+            try:
+                shape_config(args.shape, 1, **args.text_overrides)
+            except ValueError as exc:
+                print(f"tandem bench engines: error: argument --text-overrides: {exc}", file=sys.stderr)
+                return 2
         if args.compile_compare:
             return _lazy("lab.bench.compile_compare")(args)
         return _lazy("lab.bench.shape" if args.shape else module)(args)
@@ -75,7 +95,7 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="bfloat16", help="with --shape: weight dtype")
     p.add_argument("--device", default="cpu", help="with --shape: cpu or cuda[:N]")
     p.add_argument("--batches", type=_batch_sizes, default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
-    p.add_argument("--text-overrides", type=json.loads, default={},
+    p.add_argument("--text-overrides", type=_json_object, default={},
                    help="with --shape: text-config fields to override, as JSON (a narrow model: the GPU check's CPU dry run)")
     p.add_argument("--compile-compare", action="store_true",
                    help="eager and compiled model calls side by side: tok/s, operator dispatches per call, host syncs, identity")

@@ -45,7 +45,6 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
     """Start Ray (`num_cpus`; a fresh local cluster with `new_cluster`), Serve on `port` (default:
     a free one) and the app built from `args`; wait until /ready answers 200 (AssertionError after
     `ready_timeout_s`)."""
-    import httpx
     import ray
     from ray import serve
 
@@ -67,14 +66,22 @@ def start_app(args: dict | None = None, port: int | None = None, num_cpus: int =
         serve.shutdown()
         ray.shutdown()
 
-    deadline = time.monotonic() + ready_timeout_s
+    if not became_ready(url, time.monotonic() + ready_timeout_s):
+        stop()
+        raise AssertionError(f"the app did not get ready in {ready_timeout_s:.0f} s")
+    return LocalApp(url, stop)
+
+
+def became_ready(url: str, deadline: float) -> bool:
+    """Poll `url`/ready until it answers 200 (True) or `deadline` (time.monotonic()) passes (False)."""
+    import httpx
+
     while True:
         try:
             if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                return LocalApp(url, stop)
+                return True
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
-            stop()
-            raise AssertionError(f"the app did not get ready in {ready_timeout_s:.0f} s")
+            return False
         time.sleep(0.5)

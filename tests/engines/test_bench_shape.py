@@ -32,3 +32,14 @@ def test_the_gpu_path_reports_its_share_of_the_matmul_peak(tmp_path):
     assert bench_shape.main(args) == 0
     gpu = json.loads(out.read_text())["gpu"]
     assert gpu["matmul_peak_tflops"] > 0 and 0 < gpu["block"]["1"]["share_of_peak"] < 1
+
+
+@pytest.mark.parametrize("overrides,said", [("{bad", "not JSON"), ("[1]", "a JSON object"), ('{"hiden_size": 32}', "hiden_size")])
+def test_bad_text_overrides_are_a_usage_error_that_names_them(overrides, said, capsys):
+    from lab.cli.engines import main_bench_engines
+
+    try:
+        rc = main_bench_engines(["--shape", "26b-a4b", "--layers", "1", "--text-overrides", overrides])
+    except SystemExit as exc:  # argparse's own refusals
+        rc = exc.code
+    assert rc == 2 and said in capsys.readouterr().err
