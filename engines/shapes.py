@@ -36,7 +36,7 @@ def shape_config(name: str, layers: int | None = None, **text_overrides) -> Diff
     text.update(num_hidden_layers=depth, pad_token_id=0, eos_token_id=1, bos_token_id=2)
     text["layer_types"] = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(depth)]
     text["layer_types"][-1] = "full_attention"  # the library's rule: the last layer attends to everything
-    unknown = sorted(set(text_overrides) - set(DiffusionGemmaConfig().text_config.to_dict()))
+    unknown = sorted(set(text_overrides) - set(text) - set(DiffusionGemmaConfig().text_config.to_dict()))
     if unknown:
         raise ValueError(f"not text-config fields of {name!r}: {unknown}")
     text.update(text_overrides)
