@@ -34,4 +34,8 @@ fi
 .venv/bin/ruff check .
 
 export RAY_USAGE_STATS_ENABLED=0 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
-"$PY" -m pytest -q --durations=15 "$@"
+# Two workers (pytest-xdist): much of the suite waits on Ray apps starting and on HTTP, and an
+# engine test uses one core; tests/conftest.py keeps tests that share a costly fixture on one worker
+# (its scheduler groups them).
+# TANDEM_TEST_WORKERS=0 runs everything in this process.
+"$PY" -m pytest -q --durations=15 -n "${TANDEM_TEST_WORKERS:-2}" "$@"

@@ -20,6 +20,35 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None, prin
 hypothesis_settings.register_profile("dev", print_blob=True)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
+# The suite runs on two pytest-xdist workers (scripts/test.sh); a group of tests runs whole on one
+# worker, in file order. Every test that starts a Ray cluster (tests/agents, app, cluster, hardening)
+# is in one group, so clusters start one at a time as in a serial run: two starting at once race for
+# ports and overrun Ray's 30 s node start-up on a busy 2-core machine (measured). That group also
+# keeps their ordering: agents' in-process app is stopped at the end of its package, before
+# tests/app starts its own (a process holds one Ray connection), and tests/hardening's soak kills
+# parts of the app that later tests inspect. Every other file is a group of its own, so a module's
+# costly fixture (a compiled engine) is built once. The groups are made by a scheduler of our own
+# rather than `xdist_group` marks: `--dist loadgroup` stopped grouping on pytest 9.2 (its test ids
+# are no longer rewritten: pytest-dev/pytest-xdist#1386).
+RAY_CLUSTER_DIRS = ("tests/agents/", "tests/app/", "tests/cluster/", "tests/hardening/")
+
+
+def worker_group(nodeid: str) -> str:
+    """The worker group of a test: "ray-clusters" or its file."""
+    return "ray-clusters" if nodeid.startswith(RAY_CLUSTER_DIRS) else nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return ByGroup(config, log)
+
+
 # Tiny models gain nothing from intra-op threads, and spinning OpenMP threads on a busy 2-core
 # machine made decode 20-40x slower in measurements here.
 torch.set_num_threads(int(os.environ.get("TANDEM_TEST_THREADS", "1")))

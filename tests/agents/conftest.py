@@ -19,7 +19,8 @@ def agents_app():
     prefix = f"tandem-agents-{uuid.uuid4().hex[:8]}:"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     app = start_app({"checkpoint": str(SHIPPED_CHECKPOINT), "redis_url": url, "key_prefix": prefix, "request_timeout_s": 120,
-                     "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 32}}, ready_timeout_s=420)
+                     "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 32}}, ready_timeout_s=420,
+                    new_cluster=True)  # never a cluster already running here (another test's, a user's)
     yield app.url
     app.stop()
     import redis

@@ -59,6 +59,7 @@ def serve_app(app_checkpoint, redis_url, tmp_path_factory):
             "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 16, "sure_entropy": 100.0},
         },
         ready_timeout_s=420,  # a busy CI machine starts Ray slowly (minutes with both cores loaded)
+        new_cluster=True,  # never a cluster that is already running here (another test's, or a user's `serve run`)
     )
     url = app.url
     yield {"url": url, "prefix": prefix, "spans": spans, "redis_url": redis_url}
