@@ -103,7 +103,7 @@ class Gateway:
         self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost),
                                 poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s, layout=self.layout)
         self.timeout_s, self.client_timeouts = request_timeout_s, client_timeouts
-        self.failover = Failover(self.engines, self.view, self.router, self.telemetry, request_timeout_s, on_error=self._error)
+        self.failover = Failover(self.engines, self.view, self.telemetry, request_timeout_s, on_error=self._error)
         self.max_body_bytes = max_body_bytes
         self._background: set[asyncio.Task] = set()
 
