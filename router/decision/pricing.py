@@ -49,6 +49,17 @@ class Pricing:
                                    task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached,
                                    draft_share=share)
 
+    def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None, prompt: PromptSize,
+                   engine: EngineView | None, key: DraftKey) -> float | None:
+        """Milliseconds `engine` would spend on the request alone (batch 1, no queue): what it adds to
+        the block engine's backlog. Its prefill less what the prefix cache is expected to hold; verified
+        at the draft share the engine has seen under `key`. None without a profile."""
+        if self.cost is None:
+            return None
+        cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
+        share = engine.draft_share.get(key) if engine is not None and task else None
+        return self.cost.service_ms(mode, tokens, steps, canvas, task, prompt.tokens, cached, share)
+
 
 def expected_cached_tokens(prompt: PromptSize, engine: EngineView) -> float:
     """Prompt tokens an engine's prefix cache is expected to hold: the head (all but the last
