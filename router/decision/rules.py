@@ -27,7 +27,8 @@ The rules, in order (docs/policies.md says what each policy field means):
    while the agreement head does not expect it to answer worse than AR and, where cost_aware can
    price modes (`prices`: load_aware.cost_aware, a view and a cost profile), while it is expected
    to finish no later than constrained_mode at the current load; otherwise constrained_mode, whose
-   answer the grammar keeps valid. Without a profile or with load_aware off, block as before. It
+   answer the grammar keeps valid. Unpriced (no profile, load_aware or cost_aware off), block
+   wherever the head agrees, as before; a skeleton_mode other than block is taken as written. It
    always records its choice (`skeleton:<mode>`, with both estimates when priced).
 9. `grammar`: any other answer under a grammar, or with logprobs -> constrained_mode, unless a
    forced verified/ar says otherwise; a forced block goes there too: block follows a grammar only
