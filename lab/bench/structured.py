@@ -19,7 +19,9 @@ arguments parse and validate against its parameters, both checked with `jsonsche
 trusted from the app), exact-field rate against the reference (tools: the same calls, names and
 arguments, or the same text when the reference answers in text; JSON: share of equal fields),
 tool-call decision accuracy (auto: calls tools iff the reference does), latency p50/p99, model
-calls per request (`tandem.forwards`), output tokens and finish reasons.
+calls per request (`tandem.forwards`), output tokens and finish reasons. `--repeat N` sends every
+set N times, the modes in another order each round (a shared machine's load drifts), pooled in
+the table with each round's p50 in the JSON.
 
 Mask cost: `TokenConstraint.mask_` + `consume` (llguidance, the engine's own code) over a valid
 answer's tokens, and the same with xgrammar's `GrammarMatcher` when it is importable (it is not a
