@@ -76,7 +76,9 @@ class Policy(Strict):
         "ar", description="Mode used instead of block for an answer under a grammar (tools, JSON Schema) with no fixed skeleton.")
     skeleton_mode: Mode = Field(
         "block", description="Mode for an answer under a grammar with a fixed skeleton (a json_schema, one tool to call): "
-                             "block seeds the canvas with it and denoises only the values.")
+                             "block seeds the canvas with it and denoises only the values. Block only while the agreement head "
+                             "expects it to answer as AR and, with cost-aware routing and a cost profile, it is estimated to finish "
+                             "no later than constrained_mode at the current load; else constrained_mode.")
     steps: int = Field(12, ge=1, le=256, description="Denoising steps per canvas (block mode and verified drafts).")
     steps_by_task: dict[str, int] = Field(default_factory=dict, description="Per-task-type steps, overriding steps.")
     forcing: ForcingRules = Field(default_factory=ForcingRules, description="Model aliases and the mode header.")

@@ -14,10 +14,10 @@
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
 
 The policy is read from the store on every call (a pointer read; a file store stats at most
-every check interval), so a new policy version applies to the next request. The cost-aware rule
-prices modes here (`faster_at_equal_quality`), with the engines' cost profile
-(`router.decision.pricing`). The Decision carries the policy, the prices and the draft key it was
-made with, so the gateway's dispatch and failover follow them without asking the router again.
+every check interval), so a new policy version applies to the next request. The cost-aware and
+skeleton rules price modes here (`faster_at_equal_quality`, `priced_ms`), with the engines' cost
+profile (`router.decision.pricing`). The Decision carries the policy, the prices and the draft key
+it was made with, so the gateway's dispatch and failover follow them without asking the router again.
 """
 
 from __future__ import annotations
@@ -128,11 +128,9 @@ class Router:
         same = {"ar"} | ({"verified"} if drafts_pay else set()) | ({"block"} if block_ok else set())
         if mode not in same | {"verified"}:
             return None
-        steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
 
         def estimate(m: str) -> float | None:
-            raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt, agrees=block_agrees)
-            return None if raw is None else view[engine_of(view, m)].priced(m, task, raw)
+            return self.priced_ms(m, tokens, policy, task, view, prompt, block_agrees)
 
         def known(m: str) -> bool:
             """The profile prices an idle engine well, a busy one only roughly (two engines share the
@@ -149,6 +147,15 @@ class Router:
         there, alt = min(options)
         gain = here / there
         return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
+
+    def priced_ms(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
+                  block_agrees: bool = True) -> float | None:
+        """Milliseconds until a request would finish in `mode` now, as routing prices it: the cost
+        profile's estimate behind the view's queue (`finish_estimate`, at the policy's steps and
+        canvas for the task and length), made real by what that engine was observed to take
+        (`EngineView.priced`). None without a profile or a reachable engine."""
+        raw = self.finish_estimate(mode, tokens, policy.steps_for(task), policy.canvas_for(tokens), task, view, prompt, agrees=block_agrees)
+        return None if raw is None else view[engine_of(view, mode)].priced(mode, task, raw)
 
     def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None,
                         view: Mapping[str, EngineView] | None, prompt: PromptSize | None = None,
