@@ -19,6 +19,9 @@ Notable choices:
   expected mode in `lab.routing.dataset`.
 - API keys may be written in the clear or as `sha256:<hex digest>`, so a policy in Redis or in
   git need not hold secrets.
+- The nested blocks (forcing, per-key overrides, load-aware routing) live in `policies.blocks`
+  and the task vocabulary in `policies.tasks`; this module re-exports their names, so callers
+  import every policy name from here.
 """
 
 from __future__ import annotations
@@ -26,140 +29,23 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from engines.defaults import CANVAS_SIZES
 from engines.types import MODES, Mode
+from policies.blocks import AUTO, ForcingRules, KeyOverride, LoadAware, Strict
+from policies.tasks import DEFAULT_TASK_MODES, TASKS, check_task_keys
 
-TASKS: tuple[str, ...] = ("extract", "classify", "summarize", "rewrite", "plan", "short_qa", "reason", "code", "write")
-AUTO = "auto"  # a model alias that lets the router choose
-
-DEFAULT_TASK_MODES: dict[str, str] = {
-    "extract": "block",
-    "classify": "block",
-    "summarize": "block",
-    "rewrite": "block",
-    "plan": "block",
-    "short_qa": "block",
-    "code": "verified",
-    "reason": "ar",
-    "write": "ar",
-}
-
-
-def _check_mode(value: str, what: str) -> str:
-    if value not in MODES:
-        raise ValueError(f"{what} must be one of {', '.join(MODES)}; got {value!r}")
-    return value
-
-
-def _check_task_keys(mapping: dict, what: str) -> None:
-    unknown = sorted(set(mapping) - set(TASKS))
-    if unknown:
-        raise ValueError(f"unknown task type(s) {', '.join(unknown)} in {what}; valid task types: {', '.join(TASKS)}")
-
+# The blocks and the task vocabulary live in their own modules; they are part of this module's face too.
+__all__ = [
+    "AUTO", "DEFAULT_TASK_MODES", "MODES", "OPTIONAL_ON_WRITE", "TASKS", "ForcingRules", "KeyOverride", "LoadAware", "Policy",
+    "flatten_errors", "missing_fields",
+]
 
 OPTIONAL_ON_WRITE = frozenset({"version", "description"})  # Policy fields a write may leave out (neither routes)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ForcingRules(_Strict):
-    """How clients may force a mode instead of letting the router choose."""
-
-    model_aliases: dict[str, str] = Field(
-        default_factory=lambda: {"tandem": AUTO, "tandem-block": "block", "tandem-verified": "verified", "tandem-ar": "ar"},
-        description="Model names the endpoint accepts and the mode each forces ('auto' lets the router decide). "
-        "A request for a model not listed here is refused with 400 model_not_found.",
-    )
-    allow_model_alias: bool = Field(
-        True, description="Whether a model alias other than 'auto' may force a mode; if false such a request gets 403."
-    )
-    header: str = Field("x-tandem-mode", description="Request header that may force a mode (matched case-insensitively).")
-    allow_header: bool = Field(
-        True, description="Whether the header may force a mode; if false a request that sends it gets 403."
-    )
-    allowed_modes: list[Mode] = Field(
-        default_factory=lambda: list(MODES),
-        description="Modes a client may force (by alias or header); forcing any other mode gets 403.",
-    )
-
-    @field_validator("model_aliases")
-    @classmethod
-    def _aliases(cls, v: dict[str, str]) -> dict[str, str]:
-        if not v:
-            raise ValueError("at least one model alias is needed, e.g. {'tandem': 'auto'}")
-        for name, mode in v.items():
-            if mode != AUTO and mode not in MODES:
-                raise ValueError(f"alias {name!r} maps to {mode!r}; valid targets: auto, {', '.join(MODES)}")
-        return v
-
-    @field_validator("header")
-    @classmethod
-    def _header(cls, v: str) -> str:
-        if not v or any(c.isspace() or c == ":" for c in v):
-            raise ValueError("header must be a non-empty HTTP header name without spaces or ':', e.g. 'x-tandem-mode'")
-        return v.lower()
-
-
-class KeyOverride(_Strict):
-    """What changes for requests that carry one API key."""
-
-    force_mode: Mode | None = Field(None, description="Always use this mode for the key (block, verified or ar); null: no forcing.")
-    task_modes: dict[str, Mode] = Field(
-        default_factory=dict, description="Default mode per task type for this key, laid over the policy's task_modes."
-    )
-    allow_forcing: bool | None = Field(
-        None, description="Overrides both allow_model_alias and allow_header for this key; null keeps the policy's."
-    )
-    confidence_floor: float | None = Field(
-        None, ge=0.0, le=1.0, description="This key's confidence floor in [0, 1]; null keeps the policy's."
-    )
-
-    @field_validator("task_modes")
-    @classmethod
-    def _tasks(cls, v: dict[str, str]) -> dict[str, str]:
-        _check_task_keys(v, "task_modes")
-        return v
-
-
-class LoadAware(_Strict):
-    """Load-aware routing: move work off a mode whose queue is nearly full, and to the mode that
-    would finish it sooner at equal quality, by measured cost. On by default; `enabled: false`
-    switches it off."""
-
-    enabled: bool = Field(True, description="Whether the router reads queue load and the cost profile at all.")
-    max_queue_ratio: float = Field(
-        0.8, gt=0.0, le=1.0, description="Queue fill (queued / capacity, in (0, 1]) above which a mode counts as overloaded."
-    )
-    spill_order: list[Mode] = Field(
-        default_factory=lambda: ["verified", "ar", "block"],
-        description="Modes tried, in order, when the chosen mode is overloaded; the first one under the ratio wins.",
-    )
-    cost_aware: bool = Field(
-        True,
-        description="With a cost profile, move a decision to a mode of equal quality that would finish it sooner: verified <-> AR "
-        "always (the same output under greedy decoding), block <-> AR for the tasks in equal_quality_tasks.",
-    )
-    min_gain: float = Field(
-        1.25, ge=1.0, le=100.0, description="Estimated speed-up (>= 1) the other mode must offer before a request moves."
-    )
-    equal_quality_tasks: list[str] = Field(
-        default_factory=list,
-        description="Task types whose block answers score as well as AR's on the serving checkpoint (measured by "
-        "`tandem eval model`); for these, cost-aware routing may also move work between block and AR.",
-    )
-
-    @field_validator("equal_quality_tasks")
-    @classmethod
-    def _tasks(cls, v: list[str]) -> list[str]:
-        _check_task_keys(dict.fromkeys(v), "load_aware.equal_quality_tasks")
-        return v
-
-
-class Policy(_Strict):
+class Policy(Strict):
     """A versioned routing policy. See docs/policies.md for each field."""
 
     version: int = Field(0, ge=0, description="Assigned by the store on every write (1, 2, ...); 0 for a policy never stored.")
@@ -190,7 +76,9 @@ class Policy(_Strict):
         "ar", description="Mode used instead of block for an answer under a grammar (tools, JSON Schema) with no fixed skeleton.")
     skeleton_mode: Mode = Field(
         "block", description="Mode for an answer under a grammar with a fixed skeleton (a json_schema, one tool to call): "
-                             "block seeds the canvas with it and denoises only the values.")
+                             "block seeds the canvas with it and denoises only the values. Block only while the agreement head "
+                             "expects it to answer as AR and, with cost-aware routing and a cost profile, it is estimated to finish "
+                             "no later than constrained_mode at the current load; else constrained_mode.")
     steps: int = Field(12, ge=1, le=256, description="Denoising steps per canvas (block mode and verified drafts).")
     steps_by_task: dict[str, int] = Field(default_factory=dict, description="Per-task-type steps, overriding steps.")
     forcing: ForcingRules = Field(default_factory=ForcingRules, description="Model aliases and the mode header.")
@@ -219,13 +107,13 @@ class Policy(_Strict):
     @field_validator("task_modes")
     @classmethod
     def _task_modes(cls, v: dict[str, str]) -> dict[str, str]:
-        _check_task_keys(v, "task_modes")
+        check_task_keys(v, "task_modes")
         return v
 
     @field_validator("steps_by_task")
     @classmethod
     def _steps(cls, v: dict[str, int]) -> dict[str, int]:
-        _check_task_keys(v, "steps_by_task")
+        check_task_keys(v, "steps_by_task")
         for task, n in v.items():
             if not 1 <= n <= 256:
                 raise ValueError(f"steps for {task!r} must be in 1..256; got {n}")
@@ -300,7 +188,7 @@ def missing_fields(data: dict, model: type[BaseModel] = Policy, prefix: str = ""
         if name not in data:
             if not (model is Policy and name in OPTIONAL_ON_WRITE):
                 out.append(path)
-        elif isinstance(field.annotation, type) and issubclass(field.annotation, _Strict) and isinstance(data[name], dict):
+        elif isinstance(field.annotation, type) and issubclass(field.annotation, Strict) and isinstance(data[name], dict):
             out += missing_fields(data[name], field.annotation, path + ".")
     return out
 

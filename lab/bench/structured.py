@@ -19,7 +19,9 @@ arguments parse and validate against its parameters, both checked with `jsonsche
 trusted from the app), exact-field rate against the reference (tools: the same calls, names and
 arguments, or the same text when the reference answers in text; JSON: share of equal fields),
 tool-call decision accuracy (auto: calls tools iff the reference does), latency p50/p99, model
-calls per request (`tandem.forwards`), output tokens and finish reasons.
+calls per request (`tandem.forwards`), output tokens and finish reasons. `--repeat N` sends every
+set N times, the modes in another order each round (a shared machine's load drifts), pooled in
+the table with each round's p50 in the JSON.
 
 Mask cost: `TokenConstraint.mask_` + `consume` (llguidance, the engine's own code) over a valid
 answer's tokens, and the same with xgrammar's `GrammarMatcher` when it is importable (it is not a
@@ -436,22 +438,31 @@ def main(args) -> int:
         for model in [MODES[m] for m in args.modes if m in ("ar", "verified")]:
             warmup += asyncio.run(_run(url, model, [cases["tools/auto"][0], cases["schema/extract"][0]], 1, args.max_tokens))
         print("  warm-up: " + ", ".join(f"{r['model']} {r['set']} {r['ms']:.0f} ms" for r in warmup), flush=True)
-        for set_ in args.sets:
-            for mode, model in ((m, MODES[m]) for m in args.modes):
-                recs = asyncio.run(_run(url, model, cases[set_], args.concurrency, args.max_tokens))
-                raw += recs
-                records.append(summarize(set_, mode, recs))
-                r = records[-1]
-                print(f"  {set_:17s} {model:16s} valid {r['valid']:.2f} exact {r['exact']:.2f} p50 {r['p50_ms']:.0f} ms "
-                      f"modes {r['modes_used']} ({time.perf_counter() - t_start:.0f} s)", flush=True)
+        by_mode: dict[tuple[str, str], list[dict]] = {}  # (set, mode) -> its requests, every round
+        p50_by_round: dict[tuple[str, str], list[float]] = {}
+        for round_ in range(args.repeat):
+            # each round sends the modes in another order, so a machine whose load drifts (a shared
+            # VM) does not always favour the same column
+            order = args.modes[round_ % len(args.modes):] + args.modes[:round_ % len(args.modes)]
+            for set_ in args.sets:
+                for mode, model in ((m, MODES[m]) for m in order):
+                    recs = asyncio.run(_run(url, model, cases[set_], args.concurrency, args.max_tokens))
+                    raw += [rec | {"round": round_} for rec in recs]
+                    by_mode.setdefault((set_, mode), []).extend(recs)
+                    r = summarize(set_, mode, recs)
+                    p50_by_round.setdefault((set_, mode), []).append(r["p50_ms"])
+                    print(f"  {set_:17s} {model:16s} valid {r['valid']:.2f} exact {r['exact']:.2f} p50 {r['p50_ms']:.0f} ms "
+                          f"modes {r['modes_used']} ({time.perf_counter() - t_start:.0f} s)", flush=True)
+        records = [summarize(set_, mode, by_mode[(set_, mode)]) | {"p50_ms_by_round": p50_by_round[(set_, mode)]}
+                   for set_ in args.sets for mode in args.modes]
     finally:
         if stop:
             stop()
     ar = [r["ms"] * 1000 / r["tokens"] for r in raw if r["model"] == "tandem-ar" and r["status"] == 200 and r["tokens"]]
     http_ar_us = statistics.median(ar) if ar else None
     cost = None if args.no_mask_cost else mask_cost(args.checkpoint, cases, args.mask_reps, args.seed)
-    print(f"\n{sum(len(cases[s]) for s in args.sets)} requests per model ({args.n} items per set, task-suite test split, seed {args.seed}), "
-          f"max_tokens {args.max_tokens}, concurrency {args.concurrency}")
+    print(f"\n{sum(len(cases[s]) for s in args.sets) * args.repeat} requests per model ({args.n} items per set, task-suite test split, "
+          f"seed {args.seed}, {args.repeat} round(s)), max_tokens {args.max_tokens}, concurrency {args.concurrency}")
     print_tables(records, cost, http_ar_us)
     if args.out:
         out = Path(args.out)
@@ -459,7 +470,7 @@ def main(args) -> int:
         out.write_text(json.dumps({
             "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine()},
             "checkpoint": args.checkpoint or "shipped (engines/checkpoints/tandem-tiny)", "url": args.url,
-            "n": args.n, "seed": args.seed, "max_tokens": args.max_tokens, "concurrency": args.concurrency,
+            "n": args.n, "seed": args.seed, "max_tokens": args.max_tokens, "concurrency": args.concurrency, "repeat": args.repeat,
             "records": records, "mask_cost": cost, "http_ar_us_per_token": http_ar_us, "warmup": warmup, "requests": raw,
         }, indent=2, ensure_ascii=False))
         print(f"wrote {out}")
@@ -484,6 +495,7 @@ def register(bench_commands) -> None:
     p.add_argument("--checkpoint", default=None, help="checkpoint for the in-process app and the mask benchmark (default: the shipped model)")
     p.add_argument("--n", type=_positive, default=6, help="test items per request set (6: under 10 minutes on the busy 2-vCPU machine, most of it in verified mode)")
     p.add_argument("--concurrency", type=_positive, default=1, help="requests in flight")
+    p.add_argument("--repeat", type=_positive, default=1, help="rounds over the sets, each sending the modes in another order (pooled in the table)")
     p.add_argument("--max-tokens", type=_positive, default=256, help="max_tokens of every request")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mask-reps", type=_positive, default=MASK_REPS, help="passes over each answer in the mask benchmark")

@@ -8,6 +8,7 @@ policies/default.yaml. One module per concern:
                   `PolicyStore` contract; imports no store, so nothing here forms a cycle
 - `file_store`    `file`  (a path): a YAML file, reloaded when it changes, written under `flock`
 - `redis_store`   `redis` (a redis:// URL): shared by every replica, hot-reloaded over pub/sub
+- `redis_versions` the Redis keys behind it: compare-and-set writes, history, the version mark
 - `memory_store`  `memory` (`memory:`): this process only
 
 Every write is validated first and changes nothing when refused; it is a full policy (every

@@ -1,18 +1,16 @@
 """The Redis policy store (`redis`, a redis:// URL): one policy shared by every replica.
 
-Keys: `<prefix>policy:current` holds the active policy as JSON with its `version`;
-`<prefix>policy:history` is a hash version -> record; every write publishes on
-`<prefix>policy:updates`. A watcher thread subscribes and re-reads on each message (and polls
-every `poll_interval_s` as a health check), so replicas reload within a second. Writes are
-compare-and-set under WATCH/MULTI. When Redis is unreachable the store keeps serving the last
-good policy, reconnects with exponential backoff, logs the outage once, and reports it in
-`status()` (`healthy`, `connection_errors_total`, `reconnects_total`, ...).
+The keys, the compare-and-set write, the history and the version mark are
+`policies.stores.redis_versions`; this module serves the policy. Every write publishes on
+`<prefix>policy:updates`: a watcher thread subscribes and re-reads on each message (and polls
+every `poll_interval_s` as a health check), so replicas reload within a second. When Redis is
+unreachable the store keeps serving the last good policy, reconnects with exponential backoff,
+logs the outage once, and reports it in `status()` (`healthy`, `connection_errors_total`,
+`reconnects_total`, ...).
 
-Versions only grow, even across a Redis that restarted empty (or from an older snapshot) while
-replicas still serve a higher version: `<prefix>policy:max_version` holds the highest version
-written; each store remembers the highest version it has served or written (`seen_version`) and
-puts it back when Redis holds less (on its next read: within a poll for a watching replica); a
-write takes max(current, max_version, seen_version) + 1; and a store that reads a version lower
+Versions only grow, even across a Redis that restarted empty: the store remembers the highest
+version it has served or written (`seen_version`), puts the mark back when Redis holds less (on
+its next read: within a poll for a watching replica), and a store that reads a version lower
 than one it has served (written before the mark was back) writes that content again as the next
 version before serving it, so no replica ever steps back to a lower version.
 
@@ -44,16 +42,9 @@ from policies.stores.base import (
     resolve_write,
     validate_policy,
 )
+from policies.stores.redis_versions import Build, PolicyVersions
 
 log = logging.getLogger("tandem.policies")
-
-
-def _int(value: Any) -> int:
-    """A version as Redis holds it (a string, or None when absent); 0 when absent or garbled."""
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 class RedisStore(PolicyStore):
@@ -77,10 +68,6 @@ class RedisStore(PolicyStore):
         self.url = url
         self.shown_url = redact(url)  # what logs, errors and status show: no password
         self.prefix = prefix  # key prefix; tests use a unique one each
-        self.key_current = f"{prefix}policy:current"
-        self.key_history = f"{prefix}policy:history"
-        self.channel = f"{prefix}policy:updates"
-        self.key_max_version = f"{prefix}policy:max_version"  # the highest version written; survives nothing, restored by stores
         self.poll_interval_s = poll_interval_s  # watcher's re-read (and health check) period
         self.backoff_s = backoff_s  # (first, max) wait between reconnect attempts, doubling
         from redis.backoff import NoBackoff
@@ -95,10 +82,11 @@ class RedisStore(PolicyStore):
             retry=Retry(NoBackoff(), 0),
             health_check_interval=0,
         )
+        self.versions = PolicyVersions(self.client, prefix, redis.ResponseError, self.shown_url)
+        self.key_current, self.channel = self.versions.key_current, self.versions.channel  # what logs name; what the watcher hears
         self._policy: Policy = bootstrap or default_policy()  # served until Redis says otherwise
         self._raw: str | None = None  # the JSON last loaded, to skip no-op reloads
         self.seen_version = self._policy.version  # the highest version served or written here; never written lower
-        self._mark_refused = False  # the version mark could not be restored (e.g. a read-only user): logged once
         self._lock = threading.Lock()
         self.healthy = False
         self.last_error: str | None = None
@@ -141,9 +129,9 @@ class RedisStore(PolicyStore):
 
     def _refresh(self) -> None:
         """Re-read the current policy from Redis (raises on connection errors)."""
-        raw, mark = self.client.mget(self.key_current, self.key_max_version)
-        if self.seen_version > _int(mark):
-            self._restore_mark()  # Redis forgot versions (restarted empty, or from an older snapshot)
+        raw, mark = self.versions.read()
+        if self.seen_version > mark:
+            self.versions.restore_mark(self.seen_version)  # Redis forgot versions (restarted empty, or from an older snapshot)
         if raw is None or raw == self._raw:
             return  # nothing stored yet (or Redis restarted empty): keep what we serve
         try:
@@ -160,26 +148,6 @@ class RedisStore(PolicyStore):
             policy, raw = renumbered
         self._set(policy, raw)
 
-    def _restore_mark(self) -> None:
-        """Raise `max_version` back to the highest version this store has seen."""
-        version = self.seen_version
-
-        def txn(pipe) -> bool:
-            if _int(pipe.get(self.key_max_version)) >= version:
-                return False
-            pipe.multi()
-            pipe.set(self.key_max_version, version)
-            return True
-
-        try:
-            if self.client.transaction(txn, self.key_max_version, value_from_callable=True):
-                log.warning("policy store %s had lost policy versions up to %d (restarted empty?); the next write is "
-                            "version %d or later", self.shown_url, version, version + 1)
-        except self._redis.ResponseError as exc:  # e.g. a read-only user: keep serving, say it once
-            if not self._mark_refused:
-                log.error("cannot restore %s to %d: %s", self.key_max_version, version, exc)
-            self._mark_refused = True
-
     def _renumber(self, raw: str, policy: Policy) -> tuple[Policy, str] | None:
         """`policy` (read as `raw`) is lower than a version this store has served: write its content
         again as the next version (unless it changed meanwhile: None)."""
@@ -189,31 +157,9 @@ class RedisStore(PolicyStore):
             log.warning("policy %s: %s; it is version %d now", self.key_current, note, out[0].version)
         return out
 
-    def _write(self, build: Callable[[str | None, int], tuple[Policy, str] | None]) -> tuple[Policy, str] | None:
-        """One compare-and-set write, under WATCH on the current policy and the version mark.
-        `build(raw, current_version)` gives the policy to store and its note (or None: write
-        nothing); it is stored as version max(current, max_version, seen_version) + 1. With nothing
-        stored, the current version is the highest known (what replicas served before Redis forgot)."""
-
-        def txn(pipe) -> tuple[Policy, str] | None:
-            raw, mark = pipe.mget(self.key_current, self.key_max_version)
-            known = max(_int(mark), self.seen_version)
-            cur = int(json.loads(raw)["version"]) if raw else known
-            built = build(raw, cur)
-            if built is None:
-                return None
-            new, note = built
-            stored = new.model_copy(update={"version": max(cur, known) + 1})
-            body = json.dumps({"version": stored.version, **stored.content()}, sort_keys=True)
-            rec = PolicyRecord(stored.version, stored.content(), time.time(), note)
-            pipe.multi()
-            pipe.set(self.key_current, body)
-            pipe.hset(self.key_history, str(stored.version), rec.to_json())
-            pipe.set(self.key_max_version, stored.version)
-            pipe.publish(self.channel, json.dumps({"version": stored.version}))
-            return stored, body
-
-        return self.client.transaction(txn, self.key_current, self.key_max_version, value_from_callable=True)
+    def _write(self, build: Build) -> tuple[Policy, str] | None:
+        """One compare-and-set write numbered past every version this store has seen (`PolicyVersions.write`)."""
+        return self.versions.write(build, self.seen_version)
 
     def _set(self, policy: Policy, raw: str) -> None:
         with self._lock:
@@ -291,14 +237,13 @@ class RedisStore(PolicyStore):
         return stored
 
     def history(self) -> list[PolicyRecord]:
-        raw = self._call(lambda: self.client.hgetall(self.key_history))
-        return sorted((PolicyRecord.from_json(v) for v in raw.values()), key=lambda r: r.version)
+        return self._call(self.versions.history)
 
     def rollback(self, version: int, expect_version: int | None = None) -> Policy:
-        raw = self._call(lambda: self.client.hget(self.key_history, str(version)))
-        if raw is None:
-            raise PolicyNotFoundError(f"no policy version {version} in {self.key_history}", param="version")
-        return self.apply(recorded_policy(PolicyRecord.from_json(raw)), expect_version=expect_version, note=f"rollback to {version}")
+        record = self._call(lambda: self.versions.record(version))
+        if record is None:
+            raise PolicyNotFoundError(f"no policy version {version} in {self.versions.key_history}", param="version")
+        return self.apply(recorded_policy(record), expect_version=expect_version, note=f"rollback to {version}")
 
     def status(self) -> dict[str, Any]:
         return {

@@ -14,8 +14,10 @@
    decision when hash(request_id) falls under shadow_verify_rate (deterministic per request).
 
 The policy is read from the store on every call (a pointer read; a file store stats at most
-every check interval), so a new policy version applies to the next request. The cost-aware rule
-prices modes here (`faster_at_equal_quality`, `finish_estimate`), with the engines' cost profile.
+every check interval), so a new policy version applies to the next request. The cost-aware and
+skeleton rules price modes here (`faster_at_equal_quality`, `priced_ms`), with the engines' cost
+profile (`router.decision.pricing`). The Decision carries the policy, the prices and the draft key
+it was made with, so the gateway's dispatch and failover follow them without asking the router again.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from engines.defaults import MIN_PREFIX_TOKENS
 from router.decision.layouts import engine_of
 from router.decision.features import PromptSize, extract_features, prompt_size
 from router.decision.live_costs import DraftKey
 from router.decision.engine_view import EngineView
+from router.decision.pricing import Pricing
 from router.decision.rules import RouteContext, apply, block_agrees, forcing
 from router.decision.types import Decision, Prediction, RouteRequest
 
@@ -89,20 +91,22 @@ class Router:
         shadow = mode == "block" and policy.shadow_verify_rate > 0 and unit_draw(req.request_id) < policy.shadow_verify_rate
         if canvas is not None:
             why = f"{why}; p90 {tokens} tokens -> canvas {canvas}, {steps} steps"
-        return Decision(
+        decision = Decision(
             mode=mode, canvas=canvas, steps=steps, reason=why, rule=ctx.rule, trace=list(ctx.trace), task=pred.task,
             predicted_tokens=int(tokens), confidence=round(pred.confidence, 4),
             agreement=None if pred.agreement is None else round(pred.agreement, 4),
             policy_version=policy.version, shadow_verify=shadow, forced_by=forced_by,
             load_aware=ctx.moved, request_id=req.request_id, structured=req.structured,
             prompt_tokens=prompt.tokens, prefix_tokens=prompt.head_tokens,
-        ).made_by(policy)
+        )
+        # what the request's dispatch and failover follow: this policy and these prices, not newer ones
+        return decision.made_by(policy, Pricing(self.cost), DraftKey(pred.task, block_agrees(decision.agreement, policy)))
 
     def draft_key(self, decision: Decision) -> DraftKey:
-        """What a decided request's verified draft share is counted and priced under (by the policy
-        snapshot that made the decision: a newer agreement_floor does not re-key a request in flight)."""
-        assert decision.policy is not None, "draft_key needs a decision made by Router.decide (it carries its policy)"
-        return DraftKey(decision.task, block_agrees(decision.agreement, decision.policy))
+        """What a decided request's verified draft share is counted and priced under (`Decision.draft_key`:
+        by the policy snapshot that made the decision, so a newer agreement_floor does not re-key a request in flight)."""
+        assert decision.draft_key is not None, "draft_key needs a decision made by Router.decide (it carries its policy)"
+        return decision.draft_key
 
     def faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
                                  block_agrees: bool = True):
@@ -124,11 +128,9 @@ class Router:
         same = {"ar"} | ({"verified"} if drafts_pay else set()) | ({"block"} if block_ok else set())
         if mode not in same | {"verified"}:
             return None
-        steps, canvas = policy.steps_for(task), policy.canvas_for(tokens)
 
         def estimate(m: str) -> float | None:
-            raw = self.finish_estimate(m, tokens, steps, canvas, task, view, prompt, agrees=block_agrees)
-            return None if raw is None else view[engine_of(view, m)].priced(m, task, raw)
+            return self.priced_ms(m, tokens, policy, task, view, prompt, block_agrees)
 
         def known(m: str) -> bool:
             """The profile prices an idle engine well, a busy one only roughly (two engines share the
@@ -146,34 +148,23 @@ class Router:
         gain = here / there
         return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
 
+    def priced_ms(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
+                  block_agrees: bool = True) -> float | None:
+        """Milliseconds until a request would finish in `mode` now, as routing prices it: the cost
+        profile's estimate behind the view's queue (`finish_estimate`, at the policy's steps and
+        canvas for the task and length), made real by what that engine was observed to take
+        (`EngineView.priced`). None without a profile or a reachable engine."""
+        raw = self.finish_estimate(mode, tokens, policy.steps_for(task), policy.canvas_for(tokens), task, view, prompt, agrees=block_agrees)
+        return None if raw is None else view[engine_of(view, mode)].priced(mode, task, raw)
+
     def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None,
                         view: Mapping[str, EngineView] | None, prompt: PromptSize | None = None,
                         draft_share: float | None = None, agrees: bool = True) -> float | None:
-        """Milliseconds until a request would finish in `mode` given the view, by the cost profile
-        alone (None without a profile or a reachable engine); `decide` applies the calibration.
-        The prompt's prefill is priced less what the engine's prefix cache is expected to hold:
-        its head (all but the last message) times the share of prefix tokens that engine has reused.
-        Verified is priced by the share of its tokens drafts wrote lately for the task and the
-        agreement head's expectation (`agrees`: block expected to answer as AR), once known (or by
-        `draft_share` when given: what one finished request's drafts wrote)."""
-        e = view.get(engine_of(view, mode)) if view else None
-        if self.cost is None or e is None or not e.reachable:
-            return None
-        prompt = prompt or PromptSize(0, 0)
-        cached = expected_cached_tokens(prompt, e)
-        return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, e.queued, e.running, max(1, e.capacity),
-                                   task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached,
-                                   draft_share=draft_share if draft_share is not None else e.draft_share.get(DraftKey(task, agrees)) if task else None)
+        """`Pricing.finish_estimate` by the router's cost profile now (`router.decision.pricing`)."""
+        return Pricing(self.cost).finish_estimate(mode, tokens, steps, canvas, task, view, prompt, draft_share, agrees)
 
     def status(self) -> dict:
         return {"policy": self.store.status(), "model": {k: self.model.meta.get(k) for k in ("feature_version", "data_sha256", "trained_at")}}
 
     def close(self) -> None:
         self.store.close()
-
-
-def expected_cached_tokens(prompt: PromptSize, engine: EngineView) -> float:
-    """Prompt tokens an engine's prefix cache is expected to hold: the head (all but the last
-    message) times the share of prefix tokens it has reused so far; heads under MIN_PREFIX_TOKENS
-    are never cached."""
-    return prompt.head_tokens * engine.prefix_reuse if prompt.head_tokens >= MIN_PREFIX_TOKENS else 0.0

@@ -14,6 +14,8 @@ idle engine), prices the block engine's work ahead (`Backlog`) and learns from w
   task's own factor: at the length the router predicted, see `Ticket.reestimate`);
 - the per-request overhead outside the engine (`Overhead`), added to estimates, not scaled.
 `decide()` reads one typed snapshot of all that: an `EngineView` per engine (router.decision.engine_view).
+The gateway's failover asks it what a dispatch costs (`dispatch`) and which mode can take over a
+failed one in the time left (`takeover_mode`), both by the decision's own policy and prices.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from engines.types import ENGINE_OF_MODE, DecodeStats, EngineLoad, GenerationReq
 from router.decision.engine_client import EngineClient
 from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
 from router.decision.engine_view import Engine, EngineView, Ticket, prefix_reuse
+from router.decision.features import PromptSize
 from router.decision.layouts import SPLIT, EngineViews, Layout
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
+from router.decision.types import Decision
 
 log = logging.getLogger("tandem.gateway")
 
@@ -210,6 +214,39 @@ class RoutingView:
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
         return ticket
+
+    def dispatch(self, gen: GenerationRequest, decision: Decision) -> Ticket:
+        """`dispatched`, priced by the prices `decision` was routed by and counted under its draft key."""
+        prices, key, estimate, service, reestimate = decision.prices, decision.draft_key, None, None, None
+        if prices.cost is not None:
+            tokens = gen.expected_tokens or 1  # the router's p90 under the request's cap (Gateway.serve)
+            steps = gen.max_denoising_steps or prices.cost.steps
+            prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view()
+            estimate = prices.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
+            service = prices.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt, view.get(self.layout.engine(gen.mode)), key)
+
+            def reestimate(written: int | None, drafted_share: float) -> float | None:
+                length = tokens if written is None else max(1, written)
+                return prices.finish_estimate(gen.mode, length, steps, gen.canvas, decision.task, view, prompt, drafted_share,
+                                              agrees=key.agrees)
+
+        return self.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
+
+    def takeover_mode(self, mode: str, gen: GenerationRequest, decision: Decision, left_ms: float) -> str | None:
+        """The mode that retries a request whose `mode` failed: the on_engine_failure mode of the policy
+        that routed it, if that engine is up and the decision's prices (calibrated) expect it to
+        finish in the `left_ms` left; else None (a 503)."""
+        alt = decision.policy.on_engine_failure.get(mode)  # the policy that routed the request, not a newer one
+        if alt is None or self.health.is_down(self.layout.engine(alt)) or left_ms <= 0:  # <= 0: the first try used the deadline
+            return None
+        view, prices = self.view(), decision.prices
+        steps = gen.max_denoising_steps or getattr(prices.cost, "steps", 0)
+        estimate = prices.finish_estimate(alt, gen.expected_tokens or 1, steps, gen.canvas, decision.task, view,
+                                          PromptSize(decision.prompt_tokens, decision.prefix_tokens), agrees=decision.draft_key.agrees)
+        if estimate is not None and (estimate := view[self.layout.engine(alt)].priced(alt, decision.task, estimate)) > left_ms:
+            log.info("request %s: %s cannot finish in the %.0f ms left (est. %.0f ms); no failover", gen.request_id, alt, left_ms, estimate)
+            return None
+        return alt
 
     def returned(self, ticket: Ticket, ok: bool, stats: DecodeStats | None = None) -> None:
         """`ticket`'s request is back (`ok`: answered); `stats`: what decoding it cost (its tokens,

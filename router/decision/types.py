@@ -73,17 +73,30 @@ class Decision(BaseModel):
     structured: Literal["tools", "json_schema", "json_object"] | None = Field(None, description="The request's output grammar, if any.")
     prompt_tokens: int = Field(0, description="Approximate prompt tokens (messages and tools): the cost model prices their prefill.")
     prefix_tokens: int = Field(0, description="Approximate tokens before the last message: what an engine's prefix cache may hold.")
-    # The policy snapshot that made this decision (not serialized): what happens to the request
-    # later (failover's on_engine_failure, the agreement floor) follows it, not a newer policy.
+    # What made this decision (not serialized): what happens to the request later (its dispatch,
+    # failover's on_engine_failure and its estimate) follows these, not a newer policy or profile.
     _policy: Any = PrivateAttr(default=None)
+    _prices: Any = PrivateAttr(default=None)
+    _draft_key: Any = PrivateAttr(default=None)
 
     @property
     def policy(self):
         """The policy (policies.Policy) that decided, or None for a decision built elsewhere."""
         return self._policy
 
-    def made_by(self, policy) -> "Decision":
-        self._policy = policy
+    @property
+    def prices(self):
+        """The estimates it was priced with (router.decision.pricing.Pricing), or None for a decision built elsewhere."""
+        return self._prices
+
+    @property
+    def draft_key(self):
+        """What its verified draft share is counted and priced under (router.decision.live_costs.DraftKey:
+        the task, and whether its policy's agreement floor expects block to answer as AR), or None."""
+        return self._draft_key
+
+    def made_by(self, policy, prices=None, draft_key=None) -> "Decision":
+        self._policy, self._prices, self._draft_key = policy, prices, draft_key
         return self
 
     def headers(self) -> dict[str, str]:

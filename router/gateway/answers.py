@@ -1,7 +1,8 @@
 """A decoded answer in OpenAI's shapes: the whole response body, or the chunks of a stream (the
 OpenAI wire format out; `router.gateway.openai_api` is the wire format in).
 
-Chat answers are read back by `router.gateway.tool_calls`: an answer that calls tools becomes
+Chat answers come here as `router.gateway.tool_calls` reads them (the replies,
+`router.gateway.replies`, read them first): an answer that calls tools becomes
 `message.tool_calls` (content null, finish_reason "tool_calls"); streamed, a call's index, id
 and name come first, then its argument fragments, so the fragments join to the whole call.
 """
@@ -16,7 +17,7 @@ from engines.errors import TandemError
 from engines.types import GenerationResult
 from router.gateway.calls import Call
 from router.gateway.outcome import Attempt
-from router.gateway.tool_calls import read_answer
+from router.gateway.tool_calls import ToolCall
 
 DONE = "data: [DONE]\n\n"  # a stream's last event
 
@@ -121,13 +122,13 @@ def result_usage(result: GenerationResult) -> dict:
     return usage(result.stats.prompt_tokens, result.stats.output_tokens)
 
 
-def whole_answer(call: Call, attempt: Attempt) -> dict:
-    """The response body of a non-streamed request."""
+def whole_answer(call: Call, attempt: Attempt, content: str | None, calls: list[ToolCall]) -> dict:
+    """The response body of a non-streamed request: a chat answer as `tool_calls.read_answer` read
+    it (`content`, or None when it calls tools, and the complete `calls`); a text completion's text."""
     result, tandem = attempt.result, tandem_object(attempt, attempt.result)
     if not call.chat:
         return completion_response(call.request_id, call.model, result.text, result.finish_reason, result_usage(result), tandem,
                                    completion_logprobs(result.logprobs))
-    content, calls = read_answer(result.text, bool(call.output.callable))
     finish = "tool_calls" if calls and result.finish_reason == "stop" else result.finish_reason
     message = assistant_message(content, [c.openai() for c in calls])
     return chat_response(call.request_id, call.model, message, finish, result_usage(result), tandem, chat_logprobs(result.logprobs))

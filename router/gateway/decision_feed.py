@@ -39,6 +39,15 @@ class DecisionFeed:
         with self._lock:
             return self._seq
 
+    def record(self, outcome, decision) -> int:
+        """An answered request: its decision (`router.decision.types.Decision`) with its `Outcome`
+        (router.gateway.outcome), the same fields the decisions log keeps."""
+        return self.add(feed_entry(decision, outcome.mode) | {"status": 200} | outcome.record())
+
+    def error(self, decision, mode: str, status: int, code: str | None) -> int:
+        """A routed request that got an error (`status`, `code`) in `mode`."""
+        return self.add(feed_entry(decision, mode) | {"status": status, "error": code})
+
 
 def feed_entry(decision, mode: str) -> dict:
     """What the console shows of a decision (`router.decision.types.Decision`) served in `mode` (no prompt text)."""

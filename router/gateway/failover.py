@@ -9,6 +9,13 @@ is down, and an engine that goes down fails over at once the requests still wait
 503 (failure, timeout, down) it tries once more in the policy's `on_engine_failure` mode when that
 engine is up and the cost profile expects it to finish in the time left; otherwise the client
 gets the 503, with Retry-After. Abandoned work is cancelled at the engine (an EngineClient's contract).
+
+Everything routing-made that a retry follows comes with the `Decision` (`Router.decide` puts it
+there): the policy that routed the request (`decision.policy`: its on_engine_failure), the prices
+it was routed by (`decision.prices`) and its draft key. The routing view prices the dispatch and
+picks the mode that takes over (`RoutingView.dispatch`, `RoutingView.takeover_mode`) by them, so a
+request fails over under the policy and prices that routed it, even when a newer policy landed in
+between, and nothing here calls back into the router.
 """
 
 from __future__ import annotations
@@ -21,11 +28,8 @@ from collections.abc import Awaitable, Callable
 
 from engines.errors import EngineUnavailableError, TandemError
 from engines.types import GenerationRequest, GenerationResult
-from router.decision.decide import expected_cached_tokens
 from router.decision.engine_client import EngineClient
 from router.decision.engine_health import RETRY_AFTER_S, replica_died
-from router.decision.features import PromptSize
-from router.decision.engine_view import Ticket
 from router.decision.routing_view import RoutingView
 from router.decision.types import Decision
 from router.gateway.outcome import Attempt
@@ -35,12 +39,12 @@ log = logging.getLogger("tandem.gateway")
 
 
 class Failover:
-    """The engine calls of one Gateway: `engines` (EngineClients) by name, its routing `view`, its
-    `router` (cost profile and estimates), `telemetry`, the request deadline `timeout_s`, and
-    `on_error(status, code, decision, mode)` for the error a client gets."""
+    """The engine calls of one Gateway: `engines` (EngineClients) by name, its routing `view`,
+    `telemetry`, the request deadline `timeout_s`, and `on_error(status, code, decision, mode)`
+    for the error a client gets."""
 
-    def __init__(self, engines: dict[str, EngineClient], view: RoutingView, router, telemetry, timeout_s: float, on_error: Callable):
-        self.engines, self.view, self.router, self.telemetry = engines, view, router, telemetry
+    def __init__(self, engines: dict[str, EngineClient], view: RoutingView, telemetry, timeout_s: float, on_error: Callable):
+        self.engines, self.view, self.telemetry = engines, view, telemetry
         self.timeout_s, self.on_error = timeout_s, on_error
 
     async def attempt(self, gen: GenerationRequest, decision: Decision, *, stream: bool = False, started: float | None = None,
@@ -53,6 +57,7 @@ class Failover:
         in the policy's on_engine_failure mode (the policy that routed it: `decision.policy`), if
         that engine is up and can finish in the time left. The caller returns the Attempt's ticket
         to the view. Raises the last TandemError (a 503 with Retry-After)."""
+        assert decision.prices is not None, "failover needs a decision made by Router.decide (it carries its policy and prices)"
         started = time.perf_counter() if started is None else started
         call: Callable[[GenerationRequest], Awaitable] = self.open_stream if stream else self.call_generate
         timeout_s = timeout_s or self.timeout_s
@@ -65,7 +70,7 @@ class Failover:
                 if self.view.health.is_down(engine):
                     out = EngineUnavailableError(f"the {mode} engine is down (its replica is restarting)")
                 else:
-                    ticket = self._dispatch(request, decision)
+                    ticket = self.view.dispatch(request, decision)  # priced as the decision was
                     out = await self._bounded(call(request), engine, mode, deadline, timeout_s)
                     if not isinstance(out, TandemError):
                         answered = Attempt(decision, request, mode, attempt > 0, ticket, started, timeout_s)
@@ -78,7 +83,7 @@ class Failover:
                     self.view.returned(ticket, ok=False)
                 span.set_attribute("error.code", out.code)
             error = out
-            if out.status != 503 or (mode := self._failover_mode(mode, gen, decision, deadline)) is None:
+            if out.status != 503 or (mode := self.view.takeover_mode(mode, gen, decision, (deadline - time.monotonic()) * 1000.0)) is None:
                 break
         if error.status == 503:
             error.headers.setdefault("Retry-After", str(round(RETRY_AFTER_S)))
@@ -110,28 +115,6 @@ class Failover:
             self.view.health.died(engine)
         return EngineUnavailableError(f"the {mode} engine failed: {type(exc).__name__}")
 
-    def _failover_mode(self, mode: str, gen: GenerationRequest, decision: Decision, deadline: float) -> str | None:
-        """The policy's on_engine_failure mode for `mode`, if its engine is up and the cost
-        profile (calibrated) expects it to finish before the deadline; else None (a 503)."""
-        alt = decision.policy.on_engine_failure.get(mode)  # the policy that routed the request, not a newer one
-        if alt is None or self.view.health.is_down(self.view.layout.engine(alt)):
-            return None
-        left_ms = (deadline - time.monotonic()) * 1000.0
-        if left_ms <= 0:  # the first attempt used the whole deadline
-            return None
-        view = self.view.view()
-        tokens = gen.expected_tokens or 1
-        steps = gen.max_denoising_steps or getattr(self.router.cost, "steps", 0)
-        estimate = self.router.finish_estimate(alt, tokens, steps, gen.canvas, decision.task, view,
-                                               PromptSize(decision.prompt_tokens, decision.prefix_tokens),
-                                               agrees=self.router.draft_key(decision).agrees)
-        if estimate is not None:
-            estimate = view[self.view.layout.engine(alt)].priced(alt, decision.task, estimate)
-            if estimate > left_ms:
-                log.info("request %s: %s cannot finish in the %.0f ms left (est. %.0f ms); no failover", gen.request_id, alt, left_ms, estimate)
-                return None
-        return alt
-
     async def call_generate(self, request: GenerationRequest) -> GenerationResult | TandemError:
         return await self.engines[self.view.layout.engine(request.mode)].generate(request)
 
@@ -150,24 +133,3 @@ class Failover:
             stream.cancel()
             return first
         return stream, first
-
-    def _dispatch(self, gen: GenerationRequest, decision: Decision) -> Ticket:
-        cost, estimate, service = self.router.cost, None, None
-        key = self.router.draft_key(decision)  # what its verified draft share is counted under
-        if cost is not None:
-            tokens = gen.expected_tokens or 1  # the router's p90 under the request's cap (Gateway.serve)
-            steps = gen.max_denoising_steps or cost.steps
-            prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view.view()
-            estimate = self.router.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
-            engine = view.get(self.view.layout.engine(gen.mode))
-            cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
-            share = engine.draft_share.get(key) if engine is not None and decision.task else None
-            service = cost.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt.tokens, cached, share)
-
-            def reestimate(written: int | None, drafted_share: float) -> float | None:
-                length = tokens if written is None else max(1, written)
-                return self.router.finish_estimate(gen.mode, length, steps, gen.canvas, decision.task, view, prompt, drafted_share,
-                                                   agrees=key.agrees)
-
-            return self.view.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
-        return self.view.dispatched(gen, estimate, service, task=decision.task, agrees=key.agrees)

@@ -5,9 +5,9 @@ engine deployment for the decided mode (by the app's layout, `router.decision.la
 `BlockEngine` for block and verified and `AREngine` for AR; or shared, one `SharedEngine` for all)
 through one failover loop (`router.gateway.failover`: waits bounded by the request's deadline and the
 engines' health; on a failure once more in the policy's `on_engine_failure` mode, else the
-error) -> the OpenAI response or SSE chunks (tool calls read back by `router.gateway.tool_calls`), with
-the decision in headers and in a `tandem` body object -> the outcome: stats, metrics, shadow
-verification and the decisions log, off the request path.
+error) -> the reply (`router.gateway.replies`): the OpenAI response or SSE chunks, with the
+decision in headers and in a `tandem` body object -> the records (`router.gateway.records`):
+stats, metrics, the feed, and off the request path shadow verification and the decisions log.
 
 Streamed and whole responses share that path. An answer with tools or a JSON response_format is
 decoded under its grammar (`router.gateway.structured`), so it parses whether it is streamed or not.
@@ -23,24 +23,19 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
 
 from fastapi.responses import JSONResponse, StreamingResponse
 from engines.errors import EngineUnavailableError, TandemError
-from router.gateway.errors import UnprocessableError
 from engines.prompt_bounds import check_chars
-from engines.types import GenerationRequest, GenerationResult
-from router.gateway.answers import DONE, closing_chunks, delta_chunks, error_event, new_id, opening_chunks, whole_answer
+from router.gateway.answers import new_id
 from router.gateway.calls import Call, client_timeout
-from router.gateway.decision_feed import DecisionFeed, feed_entry
-from router.decision.engine_health import replica_died
+from router.gateway.decision_feed import DecisionFeed
 from router.decision.layouts import SHARED, SPLIT
 from router.decision.engine_client import engine_client
 from router.gateway.failover import Failover
-from router.gateway.outcome import Attempt, Outcome
+from router.gateway.records import Records
+from router.gateway.replies import Replies
 from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, RoutingView
-from router.gateway.schemas import check_off_loop
-from router.gateway.tool_calls import CallReader
 
 log = logging.getLogger("tandem.gateway")
 
@@ -103,9 +98,11 @@ class Gateway:
         self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost),
                                 poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s, layout=self.layout)
         self.timeout_s, self.client_timeouts = request_timeout_s, client_timeouts
-        self.failover = Failover(self.engines, self.view, self.router, self.telemetry, request_timeout_s, on_error=self._error)
+        self.records = Records(self.stats, self.feed, self.telemetry, self.redis, self.decisions_log, self.decisions_stream,
+                               shadow_engine=self.engines.get(self.layout.engine("block")), timeout_s=request_timeout_s)
+        self.failover = Failover(self.engines, self.view, self.telemetry, request_timeout_s, on_error=self.records.error)
+        self.replies = Replies(self.view, self.telemetry, self.records)
         self.max_body_bytes = max_body_bytes
-        self._background: set[asyncio.Task] = set()
 
     # ---- the small routes -----------------------------------------------------------------------------
 
@@ -127,7 +124,7 @@ class Gateway:
             self._check_length(call)
             timeout_s = self._timeout(headers)
         except TandemError as exc:  # refused before routing: counted, with no decision
-            self._error(exc.status, code=exc.code)
+            self.records.error(exc.status, code=exc.code)
             raise
         call.request_id = headers.get("x-request-id") or new_id("chatcmpl" if call.chat else "cmpl")
         call.route = call.route.model_copy(update={"request_id": call.request_id})  # the shadow-verification draw
@@ -139,7 +136,7 @@ class Gateway:
                 try:
                     decision = self.router.decide(call.route, self.view.view())
                 except TandemError as exc:
-                    self._error(exc.status, code=exc.code)
+                    self.records.error(exc.status, code=exc.code)
                     raise
                 route_span.set_attributes({f"decision.{k}": v for k, v in decision.model_dump().items() if v is not None and not isinstance(v, dict)})
             root.set_attribute("tandem.mode", decision.mode)
@@ -154,12 +151,8 @@ class Gateway:
             attempt = await self.failover.attempt(gen, decision, stream=call.stream, started=started, timeout_s=timeout_s)
             out_headers = decision.headers() | attempt.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
             if call.stream:
-                return StreamingResponse(self._stream_chunks(call, attempt), media_type="text/event-stream", headers=out_headers)
-            result = attempt.result
-            self.view.returned(attempt.ticket, ok=True, stats=result.stats)
-            await self._check_content(call, result)
-            self._finish(call, attempt, result)
-            return JSONResponse(whole_answer(call, attempt), headers=out_headers)
+                return StreamingResponse(self.replies.streamed(call, attempt), media_type="text/event-stream", headers=out_headers)
+            return JSONResponse(await self.replies.whole(call, attempt), headers=out_headers)
 
     def _check_length(self, call: Call) -> None:
         """Refuse a prompt that certainly cannot fit the engines' context by its length alone, before
@@ -173,123 +166,8 @@ class Gateway:
         asked = client_timeout(headers) if self.client_timeouts else None
         return self.timeout_s if asked is None else min(asked, self.timeout_s)
 
-    async def _check_content(self, call: Call, result: GenerationResult) -> None:
-        """The grammar makes a finished JSON answer parse and validate; this guard says so loudly
-        (a 422, never a silent 200) if a grammar and its schema ever disagree."""
-        check = call.output.content_check
-        if check is None or result.finish_reason != "stop" or call.output.callable and result.text.startswith("<tool_call>"):
-            return
-        if not await check_off_loop(check.matches, result.text):
-            log.error("answer under a grammar does not match its response_format (request %s)", call.request_id)
-            self._error(422, code="response_format_unsatisfied")
-            raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
-                                     code="response_format_unsatisfied", param="response_format")
-
-    # ---- streaming ----------------------------------------------------------------------------------------
-
-    async def _stream_chunks(self, call: Call, attempt: Attempt) -> AsyncIterator[str]:
-        stream, decision, mode = attempt.stream, attempt.decision, attempt.mode
-        created = int(time.time())
-        finished, stats = False, None
-        reader = CallReader(bool(call.output.callable))
-        try:
-            for chunk in opening_chunks(call, created):
-                yield chunk
-            item, first_token = attempt.first, True
-            while item is not None:
-                if isinstance(item, str):
-                    if first_token and item:
-                        self.telemetry.ttft.record((time.perf_counter() - attempt.started) * 1000, {"mode": mode})
-                        first_token = False
-                    for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
-                        yield chunk
-                elif isinstance(item, GenerationResult):
-                    finished, stats = True, item.stats
-                    self._finish(call, attempt, item)
-                    for chunk in delta_chunks(call, created, reader.finish()):
-                        yield chunk
-                    finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
-                    for chunk in closing_chunks(call, created, finish, item, attempt):
-                        yield chunk
-                    break
-                elif isinstance(item, TandemError):
-                    self._error(item.status, code=item.code, decision=decision, mode=mode)
-                    yield error_event(item)
-                    break
-                try:
-                    item = await asyncio.wait_for(stream.__anext__(), timeout=attempt.timeout_s)
-                except StopAsyncIteration:
-                    item = None
-        except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
-            if replica_died(exc):
-                self.view.health.died(self.layout.engine(mode))
-            self._error(503, code="engine_unavailable", decision=decision, mode=mode)
-            yield error_event(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
-        finally:
-            self.view.returned(attempt.ticket, ok=finished, stats=stats)
-            stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
-        yield DONE
-
-    # ---- outcome: stats, metrics, shadow verification, decision log ---------------------------------------
-
-    def _finish(self, call: Call, attempt: Attempt, result: GenerationResult) -> None:
-        """The answered request's Outcome, built once, to stats, the feed, metrics, and (off the
-        request path) shadow verification and the decisions log."""
-        outcome, decision = Outcome.of(attempt, result, call.stream), attempt.decision
-        self.stats.record(outcome)
-        self.feed.add(feed_entry(decision, outcome.mode) | {"status": 200} | outcome.record())
-        self.telemetry.record(outcome, decision)
-        shadow = decision.shadow_verify and outcome.mode == "block"
-        if shadow or self.redis is not None:
-            self._spawn(self._after(call.route, attempt, result.token_ids, outcome, shadow))
-
-    async def _after(self, route, attempt: Attempt, answer_ids: list[int], outcome: Outcome, shadow: bool) -> None:
-        """Off the request path: shadow-verify a block answer, then log the decision with its outcome
-        (the agreement included: retraining learns from it where block's answers differ from AR's)."""
-        if shadow:
-            accepted = await self._shadow_verify(attempt.request, answer_ids)
-            if accepted is not None:
-                outcome = dataclasses.replace(outcome, shadow_agreement=round(accepted / len(answer_ids), 4))
-        if self.redis is not None:
-            await asyncio.to_thread(self._log_decision, route, attempt.decision, outcome)
-
-    def _error(self, status: int, code: str | None = None, decision=None, mode: str | None = None) -> None:
-        """An answered error: /admin/stats, the requests counter and (with a decision: it was routed) the feed."""
-        self.stats.error(status)
-        self.telemetry.requests.add(1, {"status": str(status)})
-        if decision is not None:
-            self.feed.add(feed_entry(decision, mode or decision.mode) | {"status": status, "error": code})
-
     def metrics_text(self) -> bytes:
         """GET /metrics: every instrument in Prometheus text format, with the live policy's state."""
         store = self.router.store.status()
         self.telemetry.set_state(self.router.policy.version, bool(store.get("healthy", True)))
         return self.telemetry.prometheus_text()
-
-    def _spawn(self, coroutine) -> None:
-        """Fire-and-forget work off the request path, kept referenced until done."""
-        task = asyncio.ensure_future(coroutine)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _shadow_verify(self, gen: GenerationRequest, answer_ids: list[int]) -> int | None:
-        """How many leading tokens of a block answer the model's AR choice accepts (the policy's
-        shadow_verify_rate): one encoder pass over prompt + answer, as verified mode's commit pass
-        would do; the client already has its answer. None when it could not be checked."""
-        if not answer_ids:
-            return None
-        try:
-            accepted = await asyncio.wait_for(self.engines[self.layout.engine("block")].agreement(gen, answer_ids), timeout=self.timeout_s)
-        except Exception:
-            return None
-        self.stats.shadow(len(answer_ids), accepted)
-        self.telemetry.acceptance.record(accepted / len(answer_ids), {"mode": "block", "shadow": True})
-        return accepted
-
-    def _log_decision(self, route, decision, outcome: Outcome) -> None:
-        from router.gateway.decision_entry import request_features
-        from router.gateway.decisions_log import log_decision
-
-        if not log_decision(self.redis, request_features(route), decision.model_dump(mode="json"), outcome.record(), self.decisions_log,
-                            stream=self.decisions_stream):
-            self.telemetry.decisions_dropped.add(1)

@@ -71,6 +71,13 @@ class OutputSpec:
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
 
+    def content_check_for(self, text: str, finish_reason: str) -> SchemaCheck | None:
+        """The check a finished answer must pass before it is sent: response_format's, for a content
+        answer that stopped by itself (a cut answer or a tool call is not checked against it)."""
+        if self.content_check is None or finish_reason != "stop" or self.callable and text.startswith(CALL_OPEN):
+            return None
+        return self.content_check
+
 
 def _bad(message: str, param: str, code: str = "invalid_value") -> InvalidRequestError:
     return InvalidRequestError(message, param=param, code=code)

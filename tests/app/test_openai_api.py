@@ -124,26 +124,37 @@ INVOICE_SCHEMA = {"type": "object", "properties": {"invoice": {"type": "string"}
 @pytest.mark.parametrize("model", ["tandem", "tandem-block"])
 def test_a_json_schema_answer_is_denoised_in_its_skeleton_and_validates(base_url, model):
     # A json_schema fixes the answer's skeleton: block mode (skeleton_mode) seeds the canvas with
-    # it; even the random test model's answer validates, and the decision says why.
+    # it; even the random test model's answer validates, and the decision says why. Routed, the
+    # skeleton rule chooses block or constrained AR (by the agreement head and the price now) and
+    # the trace says which; either answer validates.
     body = {"model": model, "messages": MSG, "max_tokens": 60,
             "response_format": {"type": "json_schema", "json_schema": {"name": "invoice", "schema": INVOICE_SCHEMA}}}
     r = httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
     assert r.status_code == 200, r.text
-    assert (r.headers["x-tandem-mode"], r.headers["x-tandem-structured"]) == ("block", "json_schema")
+    mode = r.headers["x-tandem-mode"]
+    assert r.headers["x-tandem-structured"] == "json_schema"
     if model == "tandem":
-        assert r.headers["x-tandem-route-reason"] == "skeleton"
+        assert r.headers["x-tandem-route-reason"] == "skeleton" and r.headers["x-tandem-route-trace"].endswith(f"skeleton:{mode}")
+        assert mode in ("block", "ar")
+    else:
+        assert mode == "block"
     jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), INVOICE_SCHEMA)
-    assert r.json()["tandem"]["forwards"] >= 2  # the prefill and at least one denoising step
+    assert r.json()["tandem"]["forwards"] >= 2  # the prefill and at least one denoising step (or AR token)
 
 
-def test_a_required_tool_call_is_denoised_in_its_skeleton(base_url):
+@pytest.mark.parametrize("model", ["tandem", "tandem-block"])
+def test_a_required_tool_call_is_denoised_in_its_skeleton(base_url, model):
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}},
              {"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}]
-    body = {"model": "tandem", "messages": MSG, "max_tokens": 80, "tools": tools, "tool_choice": "required"}
+    body = {"model": model, "messages": MSG, "max_tokens": 80, "tools": tools, "tool_choice": "required"}
     r = httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
     assert r.status_code == 200, r.text
-    assert (r.headers["x-tandem-mode"], r.headers["x-tandem-route-reason"]) == ("block", "skeleton")
+    if model == "tandem":  # the skeleton rule's choice, block or constrained AR, and the trace says which
+        assert r.headers["x-tandem-route-reason"] == "skeleton"
+        assert r.headers["x-tandem-route-trace"].endswith(f"skeleton:{r.headers['x-tandem-mode']}")
+    else:
+        assert r.headers["x-tandem-mode"] == "block"
     message = r.json()["choices"][0]["message"]
     assert r.json()["choices"][0]["finish_reason"] == "tool_calls" and message["tool_calls"]
     for call in message["tool_calls"]:

@@ -255,13 +255,16 @@ def test_tool_choice_auto_goes_to_skeleton_mode_as_the_docs_say(base_url, admin_
     policy = httpx.get(f"{base_url}/admin/policy", headers=admin_headers, timeout=30).json()["policy"]
     r = httpx.post(f"{base_url}/v1/chat/completions", json={"model": "tandem", "messages": ASK, "tools": [WEATHER], "tool_choice": "auto",
                                                             "max_tokens": 128}, timeout=120)
-    assert r.status_code == 200 and r.headers["x-tandem-mode"] == policy["skeleton_mode"], r.headers
+    # the skeleton rule decides between skeleton_mode and constrained_mode (by agreement and price) and says so
+    assert r.status_code == 200 and r.headers["x-tandem-route-reason"] == "skeleton", r.headers
+    assert r.headers["x-tandem-mode"] in (policy["skeleton_mode"], policy["constrained_mode"]), r.headers
+    assert r.headers["x-tandem-route-trace"].endswith(f"skeleton:{r.headers['x-tandem-mode']}"), r.headers
     r = httpx.post(f"{base_url}/v1/chat/completions", json={"model": "tandem", "messages": ASK, "response_format": {"type": "json_object"},
                                                             "max_tokens": 64}, timeout=120)
     assert r.status_code == 200 and r.headers["x-tandem-mode"] == policy["constrained_mode"], r.headers
     serving = " ".join((DOCS / "serving.md").read_text().split())
     assert "a call the model *may* make (`tool_choice: auto` without a JSON `response_format`" in serving
-    assert "These go to the policy's `skeleton_mode`" in serving
+    assert "These go to the policy's `skeleton_mode`" in serving and "else `constrained_mode` (trace `skeleton:ar`" in serving
 
 
 def test_the_responses_api_keeps_conversations_for_the_ttl_operations_md_names(base_url, serve_app):

@@ -261,7 +261,7 @@ def test_the_gateway_logs_by_its_settings(prefix, redis_url, store_text):
                         confidence=0.99, policy_version=1, request_id=route.request_id)
     outcome = Outcome(mode="ar", degraded=False, stream=False, latency_ms=12.5, estimate_ms=None, output_tokens=8, finish_reason="stop",
                       tokens_per_forward=1.0, drafted=0, accepted=0, acceptance=None, ar_tokens=8, looked_up=0)
-    gw._log_decision(route, decision, outcome)
+    gw.records.log_decision(route, decision, outcome)
     (fields,) = raw_entries(redis_client(), prefix + "decisions")
     assert (CARD in fields.get("text", "")) is store_text and CARD not in fields["features"] + fields["decision"]
     assert len(json.loads(fields["decision"])["request_id"]) == decisions_log.MAX_ID_CHARS  # a client's x-request-id is cut too

@@ -2,7 +2,9 @@
 the shipped tiny engine in-process behind the AR engine's name, and a block engine whose replica
 is gone. A request routed to block is answered in the policy's on_engine_failure mode, says so
 (headers, body, feed, stats), and follows the policy that routed it; without a failure mode it is
-a 503 with Retry-After. (The soak and cluster suites cover the same with Ray and killed replicas.)"""
+a 503 with Retry-After. It fails over under the policy and the prices that routed it (the Decision
+carries both), whatever the live router holds by then. (The soak and cluster suites cover the same
+with Ray and killed replicas.)"""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import httpx
 import pytest
 import yaml
 
+from engines.cost import CostProfile
 from engines.types import MODES
 from tests.router.local_engines import GoneEngine, LocalEngine
 
@@ -34,22 +37,32 @@ def policy_file(tmp_path):
     return path
 
 
-def served(engine, policy_file, requests, change_policy=None):
+KEEP = object()  # served(cost_after=KEEP): the router keeps its profile
+
+
+def served(engine, policy_file, requests, change_policy=None, cost=None, cost_after=KEEP):
     """Answers to `requests` ((path, json body) pairs) from a Gateway whose block engine is gone
-    and whose AR engine is `engine`; `change_policy(dict)` is written between the decision and the
-    failover of the first request. Returns the answers and the gateway."""
+    and whose AR engine is `engine`; its router prices with the cost profile `cost` (the gone
+    engine never sends one). Between the decision and the failover of each request,
+    `change_policy(dict)` is written and the router's profile becomes `cost_after` (unless KEEP). Returns the
+    answers and the gateway."""
     from router.gateway.ingress import api
     from router.gateway.orchestration import Gateway, replica_gateway
 
     gw = Gateway(GoneEngine(), engine, policy_source=str(policy_file), request_timeout_s=60.0, probe_interval_s=0.05)
-    if change_policy is not None:  # a newer policy lands while the request is in flight, right after routing
+    gw.router.cost = cost
+    if change_policy is not None or cost_after is not KEEP:  # the live router changes while the request is in flight
         decide = gw.router.decide
 
         def decide_then_change(*args, **kwargs):
             decision = decide(*args, **kwargs)
-            policy_file.write_text(yaml.safe_dump(change_policy(yaml.safe_load(policy_file.read_text()))))
-            gw.router.store.check_interval_s = 0.0
-            assert gw.router.policy.version != decision.policy_version or gw.router.policy.on_engine_failure != decision.policy.on_engine_failure
+            if change_policy is not None:
+                policy_file.write_text(yaml.safe_dump(change_policy(yaml.safe_load(policy_file.read_text()))))
+                gw.router.store.check_interval_s = 0.0
+                live = gw.router.policy
+                assert live.version != decision.policy_version or live.on_engine_failure != decision.policy.on_engine_failure
+            if cost_after is not KEEP:
+                gw.router.cost = cost_after
             return decision
 
         gw.router.decide = decide_then_change
@@ -111,3 +124,20 @@ def test_failover_follows_the_policy_that_routed_the_request(engine, policy_file
     (answer,), gw = served(engine, policy_file, [("/v1/chat/completions", CHAT)], change_policy=drop_block_failover)
     assert answer.status_code == 200 and answer.headers["x-tandem-degraded"] == "true"
     assert "block" not in gw.router.policy.on_engine_failure  # the live policy has none by now
+
+
+# AR at ten thousand seconds a forward: no request can fail over to AR in a 60 s deadline by this profile
+SLOW = CostProfile(ms_per_forward={"block": {1: 1e7, 8: 1e7}, "ar": {1: 1e7, 8: 1e7}}, canvas=256)
+
+
+@pytest.mark.parametrize(("routed_by", "live"), [(None, SLOW), (SLOW, None)], ids=["routed-unpriced", "routed-by-slow-profile"])
+def test_failover_prices_the_retry_as_the_request_was_routed(engine, policy_file, routed_by, live):
+    """Whether the failure mode can finish in the time left is judged by the prices the request was
+    routed by: a profile that lands after routing changes nothing for it, in either direction."""
+    (answer,), gw = served(engine, policy_file, [("/v1/chat/completions", CHAT)], cost=routed_by, cost_after=live)
+    assert gw.router.cost is live
+    if routed_by is SLOW:  # by its own prices AR cannot finish in time: the client gets the 503 at once
+        assert answer.status_code == 503 and answer.headers["retry-after"], answer.text
+        assert [(e["status"], e["routed_mode"]) for e in gw.feed.after(0)] == [(503, "block")]
+    else:  # unpriced when routed: it fails over although the live profile now says AR is slow
+        assert answer.status_code == 200 and answer.headers["x-tandem-degraded"] == "true", answer.text

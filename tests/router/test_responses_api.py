@@ -65,7 +65,7 @@ def chat_completion(text: str, tools: bool, finish: str = "stop") -> dict:
 
 
 def chat_stream(text: str, tools: bool, finish: str = "stop", piece: int = 5) -> list[str]:
-    """The chat SSE stream Gateway._stream_chunks writes for `text`, fed `piece` characters at a time."""
+    """The chat SSE stream Replies.streamed (router.gateway.replies) writes for `text`, fed `piece` characters at a time."""
     reader, out, created = CallReader(tools), [chat_chunk("c", "tandem", 1, delta={"role": "assistant", "content": ""})], 1
     events = [e for i in range(0, len(text), piece) for e in reader.feed(text[i : i + piece])] + reader.finish()
     for e in events:
@@ -439,7 +439,7 @@ class ScriptedGateway:
     """The Gateway as the real /v1/responses route (router.gateway.ingress) uses it - `serve`, `redis`,
     `key_prefix`, `responses_ttl_s` (an attribute the route gains and this lacks fails loudly) - over the scripted model: the chat reply Gateway.serve writes (a JSONResponse, or
     a StreamingResponse of chat chunks). `fail_after` cuts a stream after that many chunks with the
-    in-band error and [DONE] Gateway._stream_chunks sends when an engine fails mid-stream."""
+    in-band error and [DONE] Replies.streamed (router.gateway.replies) sends when an engine fails mid-stream."""
 
     def __init__(self, redis_client=None, key_prefix: str = "", fail_after: int | None = None):
         self.redis, self.key_prefix, self.fail_after = redis_client, key_prefix, fail_after

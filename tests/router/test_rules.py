@@ -119,12 +119,74 @@ def test_cost_aware_moves_to_a_mode_estimated_faster_at_equal_quality(model):
     assert rules.cost_aware(ctx("write", p=p, tokens=300, view=busy_block, pricing=pricing, route=("verified", "task_default"))) is None
 
 
+SCHEMA = {"structured": "json_schema", "skeleton": True}
+
+
+def priced_router(model, p: Policy) -> Router:
+    """A Router with the cost profile of the cost_aware test: a 100-token answer is ~310 ms in block
+    and ~600 ms in AR on idle engines, and block's queue or backlog makes it seconds."""
+    pricing = Router(model=model, store=p)
+    pricing.cost = CostProfile(ms_per_forward={"block": {1: 24.0, 8: 86.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.5)
+    return pricing
+
+
+def skeleton_route(pricing, view, p, **kw):
+    return rules.skeleton(ctx(req=SCHEMA, p=p, tokens=100, view=view, pricing=pricing, route=("verified", "task_default"), **kw))
+
+
 def test_skeleton_sends_a_seedable_answer_to_skeleton_mode_unless_forced():
-    schema = {"structured": "json_schema", "skeleton": True}
-    move = rules.skeleton(ctx(req=schema, route=("ar", "task_default")))
+    move = rules.skeleton(ctx(req=SCHEMA, route=("ar", "task_default")))
     assert (move.mode, move.rule) == (policy().skeleton_mode, "skeleton")
-    assert rules.skeleton(ctx(req=schema, forced="ar", forced_by="model", route=("ar", "forced_model"))) is None
-    assert rules.skeleton(ctx(req=schema | {"logprobs": True}, route=("ar", "task_default"))) is None  # logprobs: not seedable
+    assert rules.skeleton(ctx(req=SCHEMA, forced="ar", forced_by="model", route=("ar", "forced_model"))) is None
+    assert rules.skeleton(ctx(req=SCHEMA | {"logprobs": True}, route=("ar", "task_default"))) is None  # logprobs: not seedable
+    assert rules.skeleton(ctx(req={"structured": "json_object"}, route=("ar", "task_default"))) is None  # no skeleton: grammar's
+
+
+def test_skeleton_goes_to_block_only_while_block_is_priced_sooner_at_the_current_load(model):
+    p = policy(load_aware={"enabled": True}, constrained_mode="ar")
+    pricing = priced_router(model, p)
+    idle = skeleton_route(pricing, {"block": IDLE, "ar": IDLE}, p)
+    assert (idle.mode, idle.rule, idle.moved) == ("block", "skeleton", False) and "ms in block vs" in idle.reason
+    queued = skeleton_route(pricing, {"block": BUSY, "ar": IDLE}, p)
+    assert (queued.mode, queued.rule, queued.moved) == ("ar", "skeleton", True)
+    assert "at the current load: constrained_mode ar" in queued.reason
+    behind = skeleton_route(pricing, {"block": EngineView(running=1, capacity=8, backlog_ms=1500.0), "ar": IDLE}, p)
+    assert behind.mode == "ar"  # the block engine's backlog (the canvases this gateway sent ahead) prices it
+    assert skeleton_route(pricing, {"block": IDLE, "ar": IDLE}, p).mode == "block"  # the load dropped: back to block
+    assert skeleton_route(pricing, {"block": IDLE, "ar": BUSY}, p).mode == "block"  # AR's queue only makes block surer
+    verified = policy(load_aware={"enabled": True}, constrained_mode="verified")
+    assert skeleton_route(priced_router(model, verified), {"block": BUSY, "ar": IDLE}, verified).mode == "block"  # verified waits there too
+
+
+def test_skeleton_keeps_off_block_where_block_is_expected_to_answer_worse(model):
+    p = policy(load_aware={"enabled": True}, agreement_floor=0.5)
+    pricing = priced_router(model, p)
+    worse = skeleton_route(pricing, {"block": IDLE, "ar": IDLE}, p, agreement=0.2)  # block priced sooner, but answers worse
+    assert (worse.mode, worse.rule) == (p.constrained_mode, "skeleton") and "expected to answer worse than AR (agreement 0.20" in worse.reason
+    assert skeleton_route(None, None, p, agreement=0.2).mode == p.constrained_mode  # a quality signal: no profile needed
+    assert skeleton_route(pricing, {"block": IDLE, "ar": IDLE}, p, agreement=0.8).mode == "block"
+
+
+def test_skeleton_leaves_forced_modes_alone_at_any_load(model):
+    p = policy(load_aware={"enabled": True})
+    pricing = priced_router(model, p)
+    for mode, view in (("block", {"block": BUSY, "ar": IDLE}), ("ar", {"block": IDLE, "ar": BUSY})):
+        forced_ctx = ctx(req=SCHEMA, p=p, tokens=100, view=view, pricing=pricing, forced=mode, forced_by="header", agreement=0.1)
+        assert apply(forced_ctx).mode == mode
+
+
+def test_skeleton_without_a_price_sends_block_as_before(model):
+    busy_block = {"block": BUSY, "ar": IDLE}
+    on = policy(load_aware={"enabled": True})
+    unpriced = priced_router(model, on)
+    unpriced.cost = None  # the checkpoint ships no cost profile
+    for p, pricing, view in ((on, unpriced, busy_block), (policy(load_aware={"enabled": False}), priced_router(model, on), busy_block),
+                             (policy(load_aware={"enabled": True, "cost_aware": False}), priced_router(model, on), busy_block),
+                             (on, priced_router(model, on), None)):
+        move = skeleton_route(pricing, view, p)
+        assert (move.mode, move.reason) == ("block", "earlier; the answer has a fixed skeleton (json_schema): skeleton_mode block")
+    ar_first = policy(skeleton_mode="ar")  # an operator's skeleton_mode other than block is not priced
+    assert skeleton_route(priced_router(model, ar_first), {"block": IDLE, "ar": BUSY}, ar_first).mode == "ar"
 
 
 def test_grammar_sends_a_grammar_or_logprobs_to_constrained_mode():
@@ -143,3 +205,14 @@ def test_apply_runs_the_rules_in_order_and_traces_every_move():
     assert out.trace == ("task_default:block", "low_confidence:verified", "grammar:ar")
     assert [r.__name__ for r in RULES] == ["forced", "task_default", "long_output", "low_confidence", "disagreement",
                                           "load_spill", "cost_aware", "skeleton", "grammar"]
+
+
+def test_decide_prices_a_skeleton_request_against_the_engines_view(model):
+    p = policy(load_aware={"enabled": True}, agreement_floor=0.0)  # whatever the shipped head says: only the price decides
+    router = priced_router(model, p)
+    req = RouteRequest.from_prompt("Extract the name as JSON: Alice Smith.", structured="json_schema", skeleton=True, max_tokens=100)
+    queued = router.decide(req, {"block": BUSY, "ar": IDLE})
+    assert (queued.mode, queued.rule, queued.trace[-1], queued.load_aware) == ("ar", "skeleton", "skeleton:ar", True)
+    assert "ms in block vs" in queued.reason
+    busy_ar = router.decide(req, {"block": IDLE, "ar": BUSY})
+    assert (busy_ar.mode, busy_ar.rule, busy_ar.trace[-1]) == ("block", "skeleton", "skeleton:block")

@@ -1,0 +1,100 @@
+"""The reply to one routed request, from what failover hands back (`Attempt`): a whole OpenAI body,
+or the server-sent events of a stream, rendered by `router.gateway.answers` from the answer as
+`router.gateway.tool_calls` reads it (tool calls become `tool_calls`). Each ends by returning the
+dispatch's ticket to the routing view and handing the answer to the records
+(`router.gateway.records`).
+
+A whole answer under a grammar is checked against its response_format before it is sent (a 422,
+never a silent 200). A stream's failure after its first byte is told in-band (an error event, then
+[DONE]); a client that goes away frees its scheduler slot at the engine's next step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from engines.errors import EngineUnavailableError, TandemError
+from engines.types import GenerationResult
+from router.decision.engine_health import replica_died
+from router.decision.routing_view import RoutingView
+from router.gateway.answers import DONE, closing_chunks, delta_chunks, error_event, opening_chunks, whole_answer
+from router.gateway.calls import Call
+from router.gateway.errors import UnprocessableError
+from router.gateway.outcome import Attempt
+from router.gateway.records import Records
+from router.gateway.schemas import check_off_loop
+from router.gateway.tool_calls import CallReader, read_answer
+
+log = logging.getLogger("tandem.gateway")
+
+
+class Replies:
+    """Replies of one Gateway: its routing `view` (tickets, engine health), `telemetry` (time to
+    first token) and `records` (outcomes and errors)."""
+
+    def __init__(self, view: RoutingView, telemetry, records: Records):
+        self.view, self.telemetry, self.records = view, telemetry, records
+
+    async def whole(self, call: Call, attempt: Attempt) -> dict:
+        """The response body of a non-streamed request. Raises UnprocessableError (422) for an answer
+        that does not match the response_format it was decoded under."""
+        result = attempt.result
+        self.view.returned(attempt.ticket, ok=True, stats=result.stats)
+        # the grammar makes a finished JSON answer parse and validate; this guard says so loudly
+        # (a 422, never a silent 200) if a grammar and its schema ever disagree
+        check = call.output.content_check_for(result.text, result.finish_reason)
+        if check is not None and not await check_off_loop(check.matches, result.text):
+            log.error("answer under a grammar does not match its response_format (request %s)", call.request_id)
+            self.records.error(422, code="response_format_unsatisfied")
+            raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
+                                     code="response_format_unsatisfied", param="response_format")
+        self.records.answered(call, attempt, result)
+        content, calls = read_answer(result.text, bool(call.output.callable)) if call.chat else (result.text, [])
+        return whole_answer(call, attempt, content, calls)
+
+    async def streamed(self, call: Call, attempt: Attempt) -> AsyncIterator[str]:
+        """The SSE chunks of a streamed request, from the stream failover opened, then [DONE]."""
+        stream, decision, mode = attempt.stream, attempt.decision, attempt.mode
+        created = int(time.time())
+        finished, stats = False, None
+        reader = CallReader(bool(call.output.callable))
+        try:
+            for chunk in opening_chunks(call, created):
+                yield chunk
+            item, first_token = attempt.first, True
+            while item is not None:
+                if isinstance(item, str):
+                    if first_token and item:
+                        self.telemetry.ttft.record((time.perf_counter() - attempt.started) * 1000, {"mode": mode})
+                        first_token = False
+                    for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
+                        yield chunk
+                elif isinstance(item, GenerationResult):
+                    finished, stats = True, item.stats
+                    self.records.answered(call, attempt, item)
+                    for chunk in delta_chunks(call, created, reader.finish()):
+                        yield chunk
+                    finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
+                    for chunk in closing_chunks(call, created, finish, item, attempt):
+                        yield chunk
+                    break
+                elif isinstance(item, TandemError):
+                    self.records.error(item.status, code=item.code, decision=decision, mode=mode)
+                    yield error_event(item)
+                    break
+                try:
+                    item = await asyncio.wait_for(stream.__anext__(), timeout=attempt.timeout_s)
+                except StopAsyncIteration:
+                    item = None
+        except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
+            if replica_died(exc):
+                self.view.health.died(self.view.layout.engine(mode))
+            self.records.error(503, code="engine_unavailable", decision=decision, mode=mode)
+            yield error_event(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
+        finally:
+            self.view.returned(attempt.ticket, ok=finished, stats=stats)
+            stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
+        yield DONE
