@@ -148,14 +148,20 @@ class Scheduler:
             self.stats.cancelled += 1
 
     def load(self) -> EngineLoad:
-        """Queue depth and running rows (every mode's batch), for load-aware routing and /admin/stats."""
+        """Queue depth and running rows (every mode's batch) and each mode's requests, for load-aware routing and /admin/stats."""
         with self._cv:
+            by_mode: dict[str, int] = {}
+            for (mode, _), _row in self._pending:
+                by_mode[mode] = by_mode.get(mode, 0) + 1
+            for mode, batch in self._batches.items():
+                by_mode[mode] = by_mode.get(mode, 0) + batch.running()
             return EngineLoad(
                 queued=len(self._pending),
                 running=sum(b.running() for b in self._batches.values()),
                 capacity=self.config.max_batch_size,
                 max_queue=self.config.max_queue,
                 stats={k: dict(v) if isinstance(v, dict) else v for k, v in vars(self.stats).items()},  # copies: the worker updates them
+                by_mode={m: n for m, n in by_mode.items() if n},
             )
 
     def close(self) -> None:

@@ -129,6 +129,9 @@ class EngineLoad:
     capacity: int  # rows one step decodes together (max_batch_size)
     max_queue: int  # waiting requests beyond which the replica answers 429
     stats: dict = field(default_factory=dict)  # the scheduler's counters: submitted, completed, rejected, ...
+    # mode -> its requests here, waiting or decoding: on a replica serving several modes, which of
+    # them take turns at the decode thread now (the routing view prices a shared replica by it)
+    by_mode: dict[str, int] = field(default_factory=dict)
     pid: int | None = None  # the replica's process
     rss_mb: float | None = None  # its resident memory
     node: str | None = None  # the Ray node it runs on (placement on a multi-node cluster)

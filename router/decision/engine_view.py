@@ -37,6 +37,13 @@ class EngineView:
     # waits for evidence of what that mode costs there (`Router.faster_at_equal_quality`).
     idle: bool = True
     seen: frozenset[str] = frozenset()
+    # An engine that serves canvas modes and AR at once (the shared layout): its scheduler gives the
+    # modes with work equal turns at one decode thread, a step at a time (engines.scheduler.pick), so
+    # a request there waits for the other kind's steps too (`router.decision.pricing.turns_ms`).
+    # Empty on an engine of one kind of work (the split layout), whose prices stay as they were.
+    by_mode: dict[str, int] = field(default_factory=dict)  # mode -> its requests there now, waiting or decoding
+    step_ms: dict[str, float] = field(default_factory=dict)  # mode -> ms per decode step there lately, measured under the present mix
+    ar_work_ms: float | None = None  # AR's decode work ahead there: the end of the longest AR request this gateway has in flight
 
     def factor(self, mode: str, task: str | None) -> float:
         """How much longer than the cost profile's estimate a `mode` request of `task` takes in the engine."""
@@ -56,6 +63,16 @@ def prefix_reuse(stats: dict) -> float:
     return cache.get("reused_tokens", 0) / looked_up if looked_up else 0.0
 
 
+def step_ms(before: dict | None, now: dict) -> dict[str, float]:
+    """Milliseconds per decode step of each mode between two load polls' scheduler counters (`steps`,
+    `decode_s`: engines.scheduler.SchedulerStats), for the modes that stepped in between (with no
+    earlier poll: since the replica started)."""
+    steps, seconds = now.get("steps") or {}, now.get("decode_s") or {}
+    steps0, seconds0 = (before or {}).get("steps") or {}, (before or {}).get("decode_s") or {}
+    return {m: 1000.0 * (seconds.get(m, 0.0) - seconds0.get(m, 0.0)) / (n - steps0.get(m, 0))
+            for m, n in steps.items() if n > steps0.get(m, 0)}
+
+
 @dataclass
 class Ticket:
     """A request at an engine, as the routing view counts it."""
@@ -65,7 +82,7 @@ class Ticket:
     mode: str = ""  # the mode it was sent in
     task: str | None = None  # the router's task type for it
     estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
-    backlog_end: float | None = None  # its place in the block engine's backlog
+    backlog_end: float | None = None  # its place in the block engine's backlog (AR on a shared replica: in its AR work, `RoutingView.ar_work`)
     load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
     agrees: bool = True  # the agreement head expected block to answer as AR (verified's draft share is kept apart by it)
     # `reestimate(tokens, share)`: the same estimate redone for a length (None: the predicted one)

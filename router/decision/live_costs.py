@@ -1,7 +1,8 @@
 """What the gateway learns from the requests that come back, for the routing view
 (`router.decision.routing_view`) to price the next ones with:
 
-- `Backlog`: the block engine's work ahead, as a virtual FIFO clock;
+- `Backlog`: the block engine's work ahead, as a virtual FIFO clock (and, batched, the AR work
+  ahead of a shared replica: the longest AR request's end);
 - `Calibration`: how much longer than the cost profile's estimate an engine's own time really is,
   kept per `LoadState` (idle, busy, the other engine busy);
 - `DraftShare`: the share of verified's tokens its drafts really wrote, per `DraftKey` (task, and
@@ -46,18 +47,21 @@ class Backlog:
     """The work an engine has ahead, in estimated milliseconds, as a virtual FIFO clock: each
     dispatched request pushes the clock's end out by its estimate; each finished one moves it by
     how much sooner or later than expected it finished, so estimate errors do not pile up; an
-    engine with nothing in flight has no backlog. Kept by the gateway for the requests it sent."""
+    engine with nothing in flight has no backlog. Kept by the gateway for the requests it sent.
+    `batched`: the requests share steps (AR rows join the running batch at the next token), so a
+    new one ends its own estimate from now, not after the others: the clock is the longest one's end."""
 
-    def __init__(self) -> None:
+    def __init__(self, batched: bool = False) -> None:
         self._end = 0.0  # time.monotonic() at which the work in flight is expected to be done
         self._in_flight = 0
+        self.batched = batched
 
     def ahead_ms(self, now: float) -> float:
         return max(0.0, self._end - now) * 1000.0
 
     def add(self, estimate_ms: float, now: float) -> float:
         """Count a dispatched request; returns its expected finish time (pass it to `done`)."""
-        self._end = max(self._end, now) + estimate_ms / 1000.0
+        self._end = max(self._end, now + estimate_ms / 1000.0) if self.batched else max(self._end, now) + estimate_ms / 1000.0
         self._in_flight += 1
         return self._end
 

@@ -5,6 +5,11 @@ A `Pricing` is the cost profile one decision was priced with. `Router.decide` pu
 `Decision` with the policy that made it, so what happens to the request later (its dispatch
 estimate, failover's "can the other mode finish in time") prices with the same profile the route
 was chosen by, and the gateway's failover needs nothing from the router.
+
+On a shared replica (one engine serving every mode, the shared layout) a mode does not escape the
+others' work by moving: the replica's scheduler interleaves the modes' batches at one decode
+thread, so a mode is priced by its own work there plus the turns the other kind's steps take
+(`turns_ms`). Moving a request from block to AR there does not leave the canvases behind.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engines.defaults import MIN_PREFIX_TOKENS
+from engines.types import ENGINE_OF_MODE
 from router.decision.engine_view import EngineView
 from router.decision.features import PromptSize
 from router.decision.layouts import engine_of
@@ -38,16 +44,24 @@ class Pricing:
         expected to hold: its head (all but the last message) times the share of prefix tokens that
         engine has reused. Verified is priced by the share of its tokens drafts wrote lately for the
         task and the agreement head's expectation (`agrees`: block expected to answer as AR), once
-        known (or by `draft_share` when given: what one finished request's drafts wrote)."""
+        known (or by `draft_share` when given: what one finished request's drafts wrote). On a
+        shared replica (`EngineView.by_mode`), the queue it waits in is its own kind's (the
+        scheduler starts a batch per mode), and the other kind's turns are added (`turns_ms`)."""
         e = view.get(engine_of(view, mode)) if view else None
         if self.cost is None or e is None or not e.reachable:
             return None
         prompt = prompt or PromptSize(0, 0)
         cached = expected_cached_tokens(prompt, e)
         share = draft_share if draft_share is not None else e.draft_share.get(DraftKey(task, agrees)) if task else None
-        return self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, e.queued, e.running, max(1, e.capacity),
-                                   task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached,
-                                   draft_share=share)
+        queued, running = e.queued, e.running
+        if e.by_mode:  # a shared replica: only its own kind's requests batch with it or are ahead of it
+            mine = sum(n for m, n in e.by_mode.items() if ENGINE_OF_MODE[m] == ENGINE_OF_MODE[mode])
+            running = min(mine, max(1, e.capacity))
+            queued = mine - running
+        own = self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, queued, running, max(1, e.capacity),
+                                  task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached,
+                                  draft_share=share)
+        return own + turns_ms(mode, own, e)
 
     def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None, prompt: PromptSize,
                    engine: EngineView | None, key: DraftKey) -> float | None:
@@ -59,6 +73,25 @@ class Pricing:
         cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
         share = engine.draft_share.get(key) if engine is not None and task else None
         return self.cost.service_ms(mode, tokens, steps, canvas, task, prompt.tokens, cached, share)
+
+
+def turns_ms(mode: str, own_ms: float, engine: EngineView) -> float:
+    """Milliseconds a shared replica's decode thread spends on the other kind of work (canvases for
+    an AR request, AR tokens for a canvas one) while a `mode` request's own work (`own_ms`) is done
+    there; 0 on an engine of one kind (the split layout). The scheduler's fairness rule
+    (engines.scheduler.pick): the modes with work get equal decode time, a step at a time, so between
+    two steps of a batch each other mode runs at most as long plus one step of its own. Each other
+    mode with requests there so takes `own_ms` plus one of its steps (measured there lately), and
+    together at most their work ahead: the canvas backlog for AR, AR's work for a canvas (unknown to
+    this gateway, e.g. another gateway's requests: no bound). The other modes of the request's own
+    kind are already in its own estimate (block and verified behind one canvas backlog)."""
+    kind = ENGINE_OF_MODE[mode]
+    others = [m for m, n in engine.by_mode.items() if n and ENGINE_OF_MODE[m] != kind]
+    if not others:
+        return 0.0
+    turns = sum(own_ms + engine.step_ms.get(m, 0.0) for m in others)
+    ahead = engine.backlog_ms if kind == "ar" else engine.ar_work_ms
+    return min(turns, ahead) if ahead else turns
 
 
 def expected_cached_tokens(prompt: PromptSize, engine: EngineView) -> float:

@@ -31,7 +31,7 @@ from engines.prompt_bounds import PromptLimit
 from engines.types import ENGINE_OF_MODE, DecodeStats, EngineLoad, GenerationRequest
 from router.decision.engine_client import EngineClient
 from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
-from router.decision.engine_view import Engine, EngineView, Ticket, prefix_reuse
+from router.decision.engine_view import Engine, EngineView, Ticket, prefix_reuse, step_ms
 from router.decision.features import PromptSize
 from router.decision.layouts import SPLIT, EngineViews, Layout
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
@@ -68,6 +68,14 @@ class RoutingView:
         self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
         self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
         self.backlog = Backlog()  # estimated work ahead of the block engine
+        # Engines whose scheduler interleaves canvas and AR work (the shared layout's one engine):
+        # their view carries each mode's requests, measured step times and AR's work ahead, and
+        # pricing counts the turns the other kind of work takes there (router.decision.pricing.turns_ms).
+        self.interleaved = {e for e in engines if len({ENGINE_OF_MODE[m] for m in layout.modes(e)}) > 1}
+        self.ar_work: dict[Engine, Backlog] = defaultdict(lambda: Backlog(batched=True))  # AR's work ahead of such an engine
+        self._mode_in_flight: dict[str, int] = defaultdict(int)  # requests of each mode this gateway has at its engine now
+        self._mode_finished_since_poll: dict[str, int] = defaultdict(int)
+        self._step_ms: dict[Engine, dict[str, float]] = defaultdict(dict)  # mode -> ms per step lately, from the polls' counters
         # Calibration is kept apart per `LoadState`: the profile prices a lone request on an idle
         # machine well, and a batch, a queue or two engines sharing the cores only roughly; one factor
         # for all would carry a busy spell's error into the next lone request (and back).
@@ -141,8 +149,12 @@ class RoutingView:
         """One load poll of one engine, which is also its health probe. A failed one is a busy
         engine unless Ray says its replicas died (router.decision.engine_health)."""
         try:
+            before = self._polled.get(name)
             load = self._polled[name] = await asyncio.wait_for(handle.load(), timeout=self.probe_timeout_s)
             self._finished_since_poll[name] = 0
+            for mode in self.layout.modes(name):
+                self._mode_finished_since_poll[mode] = 0
+            self._step_ms[name] |= step_ms(before.stats if before is not None else None, load.stats)
             self.health.answered_by(name, load.replica)
             self.health.probed(name, ok=True)
         except Exception as exc:
@@ -177,6 +189,7 @@ class RoutingView:
             total = self._occupied(name)
             running = min(total, load.capacity)
             state = self.load_state(name)
+            shared = name in self.interleaved
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
                                    calibration=self.calibration[(name, state)].factor,
                                    overhead_ms=self.overhead[(name, state)].ms,
@@ -186,8 +199,16 @@ class RoutingView:
                                    prefix_reuse=prefix_reuse(load.stats),
                                    draft_share={k: d.share for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE} if name == drafts else {},
                                    idle=state == IDLE,
-                                   seen=frozenset(m for (m, at), n in self.answered.items() if self.layout.engine(m) == name and at == state and n))
+                                   seen=frozenset(m for (m, at), n in self.answered.items() if self.layout.engine(m) == name and at == state and n),
+                                   by_mode={m: n for m in self.layout.modes(name) if (n := self._mode_occupied(m, load))} if shared else {},
+                                   step_ms=dict(self._step_ms[name]) if shared else {},
+                                   ar_work_ms=self.ar_work[name].ahead_ms(time.monotonic()) if shared else None)
         return out
+
+    def _mode_occupied(self, mode: str, load: EngineLoad) -> int:
+        """Requests of `mode` at its engine now, counted as `_occupied` counts an engine's."""
+        polled = max(0, load.by_mode.get(mode, 0) - self._mode_finished_since_poll[mode])
+        return max(polled, self._mode_in_flight[mode])
 
     def _occupied(self, name: Engine) -> int:
         """Requests at an engine now: its last poll less what finished since, or this gateway's own
@@ -212,7 +233,10 @@ class RoutingView:
                         load=self.load_state(engine), agrees=agrees)
         if ENGINE_OF_MODE[gen.mode] == "block" and service_ms is not None:  # canvas work: the backlog the cost profile prices it behind
             ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
+        elif engine in self.interleaved and service_ms is not None:  # AR work the canvases take turns with
+            ticket.backlog_end = self.ar_work[engine].add(service_ms, ticket.started)
         self._in_flight[engine] += 1
+        self._mode_in_flight[gen.mode] += 1
         return ticket
 
     def dispatch(self, gen: GenerationRequest, decision: Decision) -> Ticket:
@@ -254,8 +278,10 @@ class RoutingView:
         now = time.monotonic()
         self._in_flight[ticket.engine] -= 1
         self._finished_since_poll[ticket.engine] += 1
+        self._mode_in_flight[ticket.mode] -= 1
+        self._mode_finished_since_poll[ticket.mode] += 1
         if ticket.backlog_end is not None:
-            self.backlog.done(ticket.backlog_end, now)
+            (self.backlog if ENGINE_OF_MODE[ticket.mode] == "block" else self.ar_work[ticket.engine]).done(ticket.backlog_end, now)
         estimate = as_priced = ticket.estimate_ms
         if ok and estimate and stats is not None and stats.output_tokens and ticket.reestimate is not None:
             share = stats.accepted / stats.output_tokens
@@ -284,4 +310,5 @@ class RoutingView:
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
                 "draft_share_by_task": {k.label: round(d.share, 3) for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
                 "answered_by_load": {f"{m} ({state.label})": n for (m, state), n in self.answered.items()},
+                "step_ms": {e: {m: round(ms, 2) for m, ms in self._step_ms[e].items()} for e in self.interleaved},
                 "health": self.health.snapshot()}

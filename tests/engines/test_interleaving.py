@@ -126,8 +126,10 @@ def test_a_cancelled_row_leaves_its_batch_and_the_other_modes_decode_on(schedule
         joiner = asyncio.ensure_future(scheduler.submit(long("ar", seed=2)))
         assert await until(lambda: scheduler.load().running == 3), "the three rows never ran together"
         assert len(scheduler._batches) == 2  # block's batch and AR's, the second AR row joined AR's
+        assert scheduler.load().by_mode == {"block": 1, "ar": 2}  # what routing prices the modes' turns by
         block.cancel()
         assert await until(lambda: scheduler.load().running == 2), "the cancelled block row is still decoding"
+        assert scheduler.load().by_mode == {"ar": 2}
         assert await until(lambda: "block" not in scheduler._batches), "block's emptied batch did not end"
         joiner.cancel()
         assert await until(lambda: scheduler.load().running == 1)
