@@ -79,6 +79,8 @@ def test_one_engine_deployment_serves_every_mode(shared_app):
     after = engine(shared_app)
     assert set(after["stats"]["steps"]) == {"block", "verified", "ar"}, "a mode was not decoded by the one engine"
     assert after["stats"]["completed"] >= 3
+    step_ms = wait_until(lambda: stats(shared_app)["routing"]["step_ms"]["shared"], lambda ms: len(ms) == 3)  # the next poll reads them
+    assert set(step_ms) == {"block", "verified", "ar"} and min(step_ms.values()) > 0, "routing did not read each mode's step time"
 
 
 def test_a_long_answer_does_not_hold_another_modes_request_back_and_its_client_can_leave(shared_app):
