@@ -1,10 +1,10 @@
-"""A decoded answer in OpenAI's shapes: the whole response body, or the chunks of a stream (the
-OpenAI wire format out; `router.gateway.openai_api` is the wire format in).
+"""A typed answer (router.gateway.answer_parts) in OpenAI's shapes: the whole response body, or the
+chunks of a stream (the OpenAI wire format out; `router.gateway.openai_api` is the wire format in).
 
-Chat answers come here as `router.gateway.tool_calls` reads them (the replies,
-`router.gateway.replies`, read them first): an answer that calls tools becomes
-`message.tool_calls` (content null, finish_reason "tool_calls"); streamed, a call's index, id
-and name come first, then its argument fragments, so the fragments join to the whole call.
+The replies (`router.gateway.replies`) read chat answers with `router.gateway.tool_calls`: an answer
+that calls tools becomes `message.tool_calls` (content null, finish_reason "tool_calls"); streamed,
+a call's index, id and name come first, then its argument fragments, so the fragments join to the
+whole call.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import AsyncIterator
 
 from engines.errors import TandemError
-from engines.types import GenerationResult
+from router.gateway.answer_parts import Answer, CallArguments, CallStarted, Failed, Finished, Part, TextDelta
 from router.gateway.calls import Call
-from router.gateway.outcome import Attempt
-from router.gateway.tool_calls import ToolCall
 
 DONE = "data: [DONE]\n\n"  # a stream's last event
 
@@ -106,32 +105,34 @@ def error_event(error: TandemError) -> str:
     return sse(error.body())
 
 
-def tandem_object(attempt: Attempt, result: GenerationResult) -> dict:
-    """The response body's `tandem` object: how the request was routed and served."""
-    s, decision, mode = result.stats, attempt.decision, attempt.mode
-    return {
-        "mode": mode, "routed_mode": decision.mode, "task": decision.task, "reason": decision.reason, "rule": decision.rule,
-        "trace": decision.trace, "policy_version": decision.policy_version, "canvas": decision.canvas if mode != "ar" else None,
-        "steps": s.steps_per_canvas, "tokens_per_forward": round(s.tokens_per_forward, 3), "forwards": s.forwards,
-        "drafted": s.drafted, "accepted_tokens": s.accepted, "looked_up_tokens": s.looked_up, "degraded": attempt.degraded,
-        "closed_early": s.closed_early,
-    } | ({"slot_tokens_block": s.slot_tokens_block, "slot_tokens_ar": s.slot_tokens_ar} if s.slot_tokens_block is not None else {})
+def answer_usage(answer: Answer) -> dict:
+    return usage(answer.prompt_tokens, answer.output_tokens)
 
 
-def result_usage(result: GenerationResult) -> dict:
-    return usage(result.stats.prompt_tokens, result.stats.output_tokens)
-
-
-def whole_answer(call: Call, attempt: Attempt, content: str | None, calls: list[ToolCall]) -> dict:
-    """The response body of a non-streamed request: a chat answer as `tool_calls.read_answer` read
-    it (`content`, or None when it calls tools, and the complete `calls`); a text completion's text."""
-    result, tandem = attempt.result, tandem_object(attempt, attempt.result)
+def whole_answer(call: Call, answer: Answer) -> dict:
+    """The response body of a non-streamed request: a chat answer's message (its content, or its
+    tool calls with content null); a text completion's text."""
     if not call.chat:
-        return completion_response(call.request_id, call.model, result.text, result.finish_reason, result_usage(result), tandem,
-                                   completion_logprobs(result.logprobs))
-    finish = "tool_calls" if calls and result.finish_reason == "stop" else result.finish_reason
-    message = assistant_message(content, [c.openai() for c in calls])
-    return chat_response(call.request_id, call.model, message, finish, result_usage(result), tandem, chat_logprobs(result.logprobs))
+        return completion_response(call.request_id, call.model, answer.content, answer.finish_reason, answer_usage(answer),
+                                   answer.tandem, completion_logprobs(answer.logprobs))
+    message = assistant_message(answer.content, [c.openai() for c in answer.calls])
+    return chat_response(call.request_id, call.model, message, answer.finish_reason, answer_usage(answer), answer.tandem,
+                         chat_logprobs(answer.logprobs))
+
+
+async def stream_chunks(call: Call, parts: AsyncIterator[Part]) -> AsyncIterator[str]:
+    """A stream's parts as SSE chunks: a chat answer's role first, then [DONE] last (after an
+    in-band error too). Closing this (a client gone) closes `parts` at once, so the engine's slot is freed."""
+    created = int(time.time())
+    try:
+        for chunk in opening_chunks(call, created):
+            yield chunk
+        async for part in parts:
+            for chunk in part_chunks(call, created, part):
+                yield chunk
+    finally:
+        await parts.aclose()
+    yield DONE
 
 
 def opening_chunks(call: Call, created: int) -> list[str]:
@@ -139,33 +140,35 @@ def opening_chunks(call: Call, created: int) -> list[str]:
     return [chat_chunk(call.request_id, call.model, created, delta={"role": "assistant", "content": ""})] if call.chat else []
 
 
-def delta_chunks(call: Call, created: int, events: list[tuple]) -> list[str]:
-    """`CallReader` events (or ("content", text) for a text completion) as SSE chunks."""
-    out, rid, model = [], call.request_id, call.model
-    for event in events:
-        if not call.chat:
-            out.append(completion_chunk(rid, model, created, event[1]))
-        elif event[0] == "content":
-            out.append(chat_chunk(rid, model, created, delta={"content": event[1]}))
-        elif event[0] == "call":
-            c = event[1]
-            out.append(chat_chunk(rid, model, created, delta={"tool_calls": [
-                {"index": c.index, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}]}))
-        else:
-            out.append(chat_chunk(rid, model, created, delta={"tool_calls": [{"index": event[1], "function": {"arguments": event[2]}}]}))
-    return out
+def part_chunks(call: Call, created: int, part: Part) -> list[str]:
+    """One part as SSE chunks."""
+    rid, model = call.request_id, call.model
+    if isinstance(part, Finished):
+        return closing_chunks(call, created, part.answer)
+    if isinstance(part, Failed):
+        return [error_event(part.error)]
+    if not call.chat:
+        return [completion_chunk(rid, model, created, part.text)]
+    if isinstance(part, TextDelta):
+        return [chat_chunk(rid, model, created, delta={"content": part.text})]
+    if isinstance(part, CallStarted):
+        c = part.call
+        return [chat_chunk(rid, model, created, delta={"tool_calls": [
+            {"index": c.index, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": ""}}]})]
+    assert isinstance(part, CallArguments), f"not a stream part: {part!r}"
+    return [chat_chunk(rid, model, created, delta={"tool_calls": [{"index": part.index, "function": {"arguments": part.fragment}}]})]
 
 
-def closing_chunks(call: Call, created: int, finish_reason: str, result: GenerationResult, attempt: Attempt) -> list[str]:
+def closing_chunks(call: Call, created: int, answer: Answer) -> list[str]:
     """The finish_reason chunk (with the `tandem` object, and every token's logprobs when asked:
     clients join chunks' logprobs, so one list at the end reads the same), then usage when asked."""
-    rid, model, tandem = call.request_id, call.model, tandem_object(attempt, result)
+    rid, model, finish = call.request_id, call.model, answer.finish_reason
     if call.chat:
-        out = [chat_chunk(rid, model, created, delta={}, finish_reason=finish_reason, tandem=tandem, logprobs=chat_logprobs(result.logprobs))]
+        out = [chat_chunk(rid, model, created, delta={}, finish_reason=finish, tandem=answer.tandem, logprobs=chat_logprobs(answer.logprobs))]
     else:
-        out = [completion_chunk(rid, model, created, "", finish_reason=finish_reason, tandem=tandem,
-                                logprobs=completion_logprobs(result.logprobs))]
+        out = [completion_chunk(rid, model, created, "", finish_reason=finish, tandem=answer.tandem,
+                                logprobs=completion_logprobs(answer.logprobs))]
     if call.include_usage:
-        u = result_usage(result)
+        u = answer_usage(answer)
         out.append(chat_chunk(rid, model, created, delta={}, usage_=u) if call.chat else completion_chunk(rid, model, created, "", usage_=u))
     return out

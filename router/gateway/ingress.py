@@ -12,7 +12,6 @@ class (router.app); nothing is created or connected until `Gateway.__init__` run
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 
@@ -247,7 +246,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, gw: Ga
 
 @api.post("/v1/responses")
 async def responses(body: ResponsesRequest, request: Request, gw: Gateway = Depends(gateway)):
-    """The Responses API, served by the chat path: items in, items (and Responses events) out.
+    """The Responses API, served by the chat path: items in, items (and Responses events) out, rendered
+    from the gateway's typed answer (no chat JSON in between).
     With Redis configured, conversations are kept (a TTL) for `previous_response_id`."""
     keep = gw.redis is not None and gw.responses_ttl_s > 0
     store = ResponseStore(gw.redis, prefix=f"{gw.key_prefix}response:", ttl_s=gw.responses_ttl_s) if keep else None
@@ -255,22 +255,21 @@ async def responses(body: ResponsesRequest, request: Request, gw: Gateway = Depe
     chat = chat_request(body, history)
     output = await check_off_loop(output_spec, chat)
     headers, response_id = dict(request.headers), new_response_id()
-    answer = await gw.serve(chat_call(chat, headers, output), headers)
-    decision = {k: v for k, v in answer.headers.items() if k.startswith("x-tandem-")}
+    reply = await gw.answer(chat_call(chat, headers, output), headers)
     if not body.stream:
-        response = to_response(json.loads(answer.body), body, response_id)
+        response = to_response(reply.answer, body, response_id)
         if stores(body, store):
             await asyncio.to_thread(store.save, response_id, conversation_items(body, history, response))
-        return JSONResponse(response, headers=decision)
+        return JSONResponse(response, headers=reply.headers)
     events = ResponseEvents(body, response_id)
 
     async def sse():
-        async for event in translate_stream(answer.body_iterator, events):
+        async for event in translate_stream(reply.parts, events):
             yield event
         if stores(body, store) and events.response and events.response["status"] != "failed":
             await asyncio.to_thread(store.save, response_id, conversation_items(body, history, events.response))
 
-    return StreamingResponse(sse(), media_type="text/event-stream", headers=decision)
+    return StreamingResponse(sse(), media_type="text/event-stream", headers=reply.headers)
 
 
 @api.post("/v1/completions")

@@ -5,8 +5,10 @@ engine deployment for the decided mode (by the app's layout, `router.decision.la
 `BlockEngine` for block and verified and `AREngine` for AR; or shared, one `SharedEngine` for all)
 through one failover loop (`router.gateway.failover`: waits bounded by the request's deadline and the
 engines' health; on a failure once more in the policy's `on_engine_failure` mode, else the
-error) -> the reply (`router.gateway.replies`): the OpenAI response or SSE chunks, with the
-decision in headers and in a `tandem` body object -> the records (`router.gateway.records`):
+error) -> the reply (`router.gateway.replies`): a typed answer or stream of parts
+(`router.gateway.answer_parts`), with the decision in headers and in a `tandem` object, which
+`serve()` renders as OpenAI's response or SSE chunks (`router.gateway.answers`) and the Responses
+route as its own (`router.gateway.responses_events`) -> the records (`router.gateway.records`):
 stats, metrics, the feed, and off the request path shadow verification and the decisions log.
 
 Streamed and whole responses share that path. An answer with tools or a JSON response_format is
@@ -27,7 +29,8 @@ import time
 from fastapi.responses import JSONResponse, StreamingResponse
 from engines.errors import EngineUnavailableError, TandemError
 from engines.prompt_bounds import check_chars
-from router.gateway.answers import new_id
+from router.gateway.answer_parts import Reply
+from router.gateway.answers import new_id, stream_chunks, whole_answer
 from router.gateway.calls import Call, client_timeout
 from router.gateway.decision_feed import DecisionFeed
 from router.decision.layouts import SHARED, SPLIT
@@ -118,7 +121,14 @@ class Gateway:
     # ---- one request ------------------------------------------------------------------------------------
 
     async def serve(self, call: Call, headers: dict[str, str]):
-        """Route `call`, run it, answer it (JSONResponse or StreamingResponse). Raises TandemError."""
+        """Route `call`, run it, answer it in OpenAI's format (JSONResponse or StreamingResponse). Raises TandemError."""
+        reply = await self.answer(call, headers)
+        if call.stream:
+            return StreamingResponse(stream_chunks(call, reply.parts), media_type="text/event-stream", headers=reply.headers)
+        return JSONResponse(whole_answer(call, reply.answer), headers=reply.headers)
+
+    async def answer(self, call: Call, headers: dict[str, str]) -> Reply:
+        """Route `call`, run it: its typed answer, or its stream's parts (`call.stream`). Raises TandemError."""
         await self.view.ready()
         try:
             self._check_length(call)
@@ -151,8 +161,8 @@ class Gateway:
             attempt = await self.failover.attempt(gen, decision, stream=call.stream, started=started, timeout_s=timeout_s)
             out_headers = decision.headers() | attempt.headers()  # Ray Serve's proxy adds x-request-id (the id in the body)
             if call.stream:
-                return StreamingResponse(self.replies.streamed(call, attempt), media_type="text/event-stream", headers=out_headers)
-            return JSONResponse(await self.replies.whole(call, attempt), headers=out_headers)
+                return Reply(out_headers, parts=self.replies.parts(call, attempt))
+            return Reply(out_headers, answer=await self.replies.whole(call, attempt))
 
     def _check_length(self, call: Call) -> None:
         """Refuse a prompt that certainly cannot fit the engines' context by its length alone, before

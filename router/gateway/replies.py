@@ -1,12 +1,12 @@
-"""The reply to one routed request, from what failover hands back (`Attempt`): a whole OpenAI body,
-or the server-sent events of a stream, rendered by `router.gateway.answers` from the answer as
-`router.gateway.tool_calls` reads it (tool calls become `tool_calls`). Each ends by returning the
-dispatch's ticket to the routing view and handing the answer to the records
-(`router.gateway.records`).
+"""The reply to one routed request, from what failover hands back (`Attempt`): a whole `Answer`, or
+the typed parts of a stream (router.gateway.answer_parts), read by `router.gateway.tool_calls` (tool
+calls become `ToolCall`s). Each ends by returning the dispatch's ticket to the routing view and
+handing the answer to the records (`router.gateway.records`). The wire formats render what these
+return: OpenAI's (`router.gateway.answers`) and the Responses API's.
 
 A whole answer under a grammar is checked against its response_format before it is sent (a 422,
-never a silent 200). A stream's failure after its first byte is told in-band (an error event, then
-[DONE]); a client that goes away frees its scheduler slot at the engine's next step.
+never a silent 200). A stream's failure after its first byte is its last part (`Failed`), which each
+wire format tells in-band; a client that goes away frees its scheduler slot at the engine's next step.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from engines.errors import EngineUnavailableError, TandemError
 from engines.types import GenerationResult
 from router.decision.engine_health import replica_died
 from router.decision.routing_view import RoutingView
-from router.gateway.answers import DONE, closing_chunks, delta_chunks, error_event, opening_chunks, whole_answer
+from router.gateway.answer_parts import Answer, Failed, Finished, Part, TextDelta
 from router.gateway.calls import Call
 from router.gateway.errors import UnprocessableError
 from router.gateway.outcome import Attempt
@@ -38,9 +38,9 @@ class Replies:
     def __init__(self, view: RoutingView, telemetry, records: Records):
         self.view, self.telemetry, self.records = view, telemetry, records
 
-    async def whole(self, call: Call, attempt: Attempt) -> dict:
-        """The response body of a non-streamed request. Raises UnprocessableError (422) for an answer
-        that does not match the response_format it was decoded under."""
+    async def whole(self, call: Call, attempt: Attempt) -> Answer:
+        """The answer of a non-streamed request. Raises UnprocessableError (422) for an answer that
+        does not match the response_format it was decoded under."""
         result = attempt.result
         self.view.returned(attempt.ticket, ok=True, stats=result.stats)
         # the grammar makes a finished JSON answer parse and validate; this guard says so loudly
@@ -53,48 +53,44 @@ class Replies:
                                      code="response_format_unsatisfied", param="response_format")
         self.records.answered(call, attempt, result)
         content, calls = read_answer(result.text, bool(call.output.callable)) if call.chat else (result.text, [])
-        return whole_answer(call, attempt, content, calls)
+        return Answer.of(attempt, result, content, calls)
 
-    async def streamed(self, call: Call, attempt: Attempt) -> AsyncIterator[str]:
-        """The SSE chunks of a streamed request, from the stream failover opened, then [DONE]."""
+    async def parts(self, call: Call, attempt: Attempt) -> AsyncIterator[Part]:
+        """The parts of a streamed request, from the stream failover opened: text and tool calls as
+        they arrive, then `Finished` or `Failed` (nothing more when the engine's stream just ended)."""
         stream, decision, mode = attempt.stream, attempt.decision, attempt.mode
-        created = int(time.time())
         finished, stats = False, None
         reader = CallReader(bool(call.output.callable))
         try:
-            for chunk in opening_chunks(call, created):
-                yield chunk
             item, first_token = attempt.first, True
             while item is not None:
                 if isinstance(item, str):
                     if first_token and item:
                         self.telemetry.ttft.record((time.perf_counter() - attempt.started) * 1000, {"mode": mode})
                         first_token = False
-                    for chunk in delta_chunks(call, created, reader.feed(item) if call.chat else [("content", item)]):
-                        yield chunk
+                    for part in reader.feed(item) if call.chat else [TextDelta(item)]:
+                        yield part
                 elif isinstance(item, GenerationResult):
                     finished, stats = True, item.stats
                     self.records.answered(call, attempt, item)
-                    for chunk in delta_chunks(call, created, reader.finish()):
-                        yield chunk
-                    finish = "tool_calls" if reader.calls and item.finish_reason == "stop" else item.finish_reason
-                    for chunk in closing_chunks(call, created, finish, item, attempt):
-                        yield chunk
+                    for part in reader.finish():
+                        yield part
+                    content = None if reader.calling else (reader.content if call.chat else item.text)
+                    yield Finished(Answer.of(attempt, item, content, reader.calls))
                     break
                 elif isinstance(item, TandemError):
                     self.records.error(item.status, code=item.code, decision=decision, mode=mode)
-                    yield error_event(item)
+                    yield Failed(item)
                     break
                 try:
                     item = await asyncio.wait_for(stream.__anext__(), timeout=attempt.timeout_s)
                 except StopAsyncIteration:
                     item = None
-        except Exception as exc:  # engine died mid-stream: tell the client in-band, then end the stream
+        except Exception as exc:  # engine died mid-stream: the last part says so
             if replica_died(exc):
                 self.view.health.died(self.view.layout.engine(mode))
             self.records.error(503, code="engine_unavailable", decision=decision, mode=mode)
-            yield error_event(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
+            yield Failed(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
         finally:
             self.view.returned(attempt.ticket, ok=finished, stats=stats)
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step
-        yield DONE

@@ -1,12 +1,13 @@
-"""The Responses API's wire format out: a chat completion as a `response` object (`to_response`),
-and the output items and response object that `router.gateway.responses_events` streams
-(`router.gateway.responses_api` is the wire format in)."""
+"""The Responses API's wire format out: a typed answer (router.gateway.answer_parts) as a `response`
+object (`to_response`), and the output items and response object that
+`router.gateway.responses_events` streams (`router.gateway.responses_api` is the wire format in)."""
 
 from __future__ import annotations
 
 import time
 import uuid
 
+from router.gateway.answer_parts import Answer
 from router.gateway.responses_api import NamedToolChoice, ResponsesRequest, TextFormat
 
 
@@ -27,10 +28,10 @@ def function_call_item(item_id: str, call_id: str, name: str, arguments: str, st
     return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments, "status": status}
 
 
-def response_usage(chat_usage: dict | None) -> dict | None:
-    if not chat_usage:
+def response_usage(answer: Answer | None) -> dict | None:
+    if answer is None:
         return None
-    i, o = chat_usage.get("prompt_tokens", 0), chat_usage.get("completion_tokens", 0)
+    i, o = answer.prompt_tokens, answer.output_tokens
     return {"input_tokens": i, "output_tokens": o, "total_tokens": i + o,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
 
@@ -53,18 +54,15 @@ def response_object(req: ResponsesRequest, response_id: str, created_at: int, mo
     } | ({"tandem": tandem} if tandem is not None else {})
 
 
-def to_response(chat: dict, req: ResponsesRequest, response_id: str) -> dict:
-    """A chat.completion dict -> the response object: a message item for content, a function_call
-    item per tool call (call_id: the chat call's id); finish_reason length -> incomplete."""
-    choice = chat["choices"][0]
-    message, status = choice["message"], "incomplete" if choice.get("finish_reason") == "length" else "completed"
-    calls = message.get("tool_calls") or []
+def to_response(answer: Answer, req: ResponsesRequest, response_id: str) -> dict:
+    """A whole answer -> the response object: a message item for content, a function_call item per
+    tool call (call_id: the call's id, as chat gives it); finish_reason length -> incomplete."""
+    status = "incomplete" if answer.finish_reason == "length" else "completed"
     output = []
-    if message.get("content") or not calls:
-        output.append(message_item(new_item_id("msg"), message.get("content") or ""))
-    for c in calls:
-        output.append(function_call_item(new_item_id("fc"), c["id"], c["function"]["name"], c["function"]["arguments"]))
+    if answer.content or not answer.calls:
+        output.append(message_item(new_item_id("msg"), answer.content or ""))
+    for c in answer.calls:
+        output.append(function_call_item(new_item_id("fc"), c.id, c.name, c.arguments))
     if status == "incomplete":
         output[-1]["status"] = "incomplete"
-    return response_object(req, response_id, chat.get("created", int(time.time())), chat.get("model", req.model), output, status,
-                           response_usage(chat.get("usage")), chat.get("tandem"))
+    return response_object(req, response_id, int(time.time()), req.model, output, status, response_usage(answer), answer.tandem)

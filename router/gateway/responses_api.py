@@ -1,8 +1,9 @@
-"""OpenAI's Responses API (`POST /v1/responses`) as a translation over chat completions.
+"""OpenAI's Responses API (`POST /v1/responses`), served by the chat completions path.
 
 A Responses request becomes a chat completion body (`to_chat_body`, `chat_request`), the gateway
-serves it as any chat request, and the chat completion becomes a `response` object
-(`to_response`, `router.gateway.responses_answers`); streaming is `router.gateway.responses_events`. Only what chat completions can serve is
+serves it as any chat request, and its typed answer (router.gateway.answer_parts) becomes a
+`response` object (`to_response`, `router.gateway.responses_answers`); streaming is
+`router.gateway.responses_events`. Only what chat completions can serve is
 accepted: function tools, text input, text / JSON output. Other tool types, content parts or input
 items are a 400 naming them; `reasoning` items in the input are dropped (Tandem writes none, and
 they carry no text the model could read). Fields that change nothing here (`reasoning`, `include`,
@@ -258,8 +259,6 @@ def to_chat_body(req: ResponsesRequest, history_items: list | None = None) -> di
     if not messages:
         raise InvalidRequestError("input holds no message", param="input", code="invalid_value")
     body: dict[str, Any] = {"model": req.model, "messages": messages, "stream": req.stream}
-    if req.stream:
-        body["stream_options"] = {"include_usage": True}  # response.completed carries usage
     optional = {
         "tools": [t.chat() for t in req.tools] if req.tools else None,
         "tool_choice": _chat_tool_choice(req.tool_choice),

@@ -1,9 +1,9 @@
-"""A streamed chat completion as the Responses API's server-sent events.
+"""A streamed answer as the Responses API's server-sent events.
 
-`ResponseEvents` reads the chat chunks the gateway streams (`router.gateway.answers.chat_chunk`: role,
-content deltas; a tool call's index, id and name, then its argument fragments; a closing chunk with
-finish_reason and `tandem`; a usage-only chunk; or an in-band `{"error": ...}`) and writes OpenAI's
-events in OpenAI's order, each numbered by `sequence_number`:
+`ResponseEvents` reads the typed parts of the gateway's stream (router.gateway.answer_parts: text
+deltas; a tool call's index, id and name, then its argument fragments; then `Finished`, with the
+finish_reason, usage and `tandem`, or `Failed`) and writes OpenAI's events in OpenAI's order, each
+numbered by `sequence_number`:
 
     response.created, response.in_progress,
     per output item: response.output_item.added,
@@ -12,18 +12,19 @@ events in OpenAI's order, each numbered by `sequence_number`:
       function_call: response.function_call_arguments.delta..., response.function_call_arguments.done
     response.output_item.done,
     then response.completed (response.incomplete when the token budget ran out,
-    response.failed for an error chunk or a stream that ended unfinished).
+    response.failed for a `Failed` part or a stream that ended unfinished).
 
-Items are closed in order: text, then calls one after another. The terminal event waits for the
-end of the chat stream, since usage comes after finish_reason.
+Items are closed in order: text, then calls one after another.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator
 
+from engines.errors import TandemError
+from router.gateway.answer_parts import Answer, CallArguments, CallStarted, Failed, Finished, Part, TextDelta
 from router.gateway.responses_answers import function_call_item, message_item, new_item_id, response_object, response_usage
 from router.gateway.responses_api import ResponsesRequest
 
@@ -37,23 +38,14 @@ def encode(event: dict) -> str:
     return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
-def chat_chunks(sse_text: str) -> list[dict]:
-    """The JSON payloads of whole SSE events (`data: ...` lines); `[DONE]` is skipped."""
-    out = []
-    for line in sse_text.splitlines():
-        if line.startswith("data:") and (data := line[5:].strip()) and data != "[DONE]":
-            out.append(json.loads(data))
-    return out
-
-
-def _error(body: dict) -> dict:
-    """A chat error body ({message, type, param, code}) as a response's `error`."""
-    return {"code": ERROR_CODES.get(body.get("type") or "", "server_error"), "message": str(body.get("message") or "the chat stream failed")}
+def _error(error: TandemError) -> dict:
+    """A Tandem error as a response's `error`."""
+    return {"code": ERROR_CODES.get(error.type, "server_error"), "message": error.message or "the stream failed"}
 
 
 class ResponseEvents:
-    """Chat completion chunks in, Responses events (dicts; `encode` makes them SSE) out:
-    `start()`, then `feed(chunk)` per chunk, then `finish()` when the chat stream ends.
+    """Stream parts in, Responses events (dicts; `encode` makes them SSE) out: `start()`, then
+    `feed(part)` per part, then `finish()` when the stream ends.
     `response` is the final response object once a terminal event was made."""
 
     def __init__(self, req: ResponsesRequest, response_id: str, created_at: int | None = None):
@@ -63,10 +55,8 @@ class ResponseEvents:
         self.response: dict | None = None
         self._seq = 0
         self._open: dict | None = None  # the item being streamed
-        self._calls: dict[int, dict] = {}  # chat tool-call index -> its function_call item
-        self._finish_reason: str | None = None
-        self._usage: dict | None = None
-        self._tandem: dict | None = None
+        self._calls: dict[int, dict] = {}  # tool-call index -> its function_call item
+        self._answer: Answer | None = None  # the whole answer, once `Finished` came
 
     # ---- the events --------------------------------------------------------------------------------
 
@@ -76,37 +66,35 @@ class ResponseEvents:
         return event
 
     def _response(self, status: str, error: dict | None = None) -> dict:
+        answer = self._answer if status != "in_progress" else None
         return response_object(self.req, self.response_id, self.created_at, self.req.model, list(self.output), status,
-                               response_usage(self._usage) if status != "in_progress" else None, self._tandem, error)
+                               response_usage(answer), answer.tandem if answer else None, error)
 
     def start(self) -> list[dict]:
         return [self._event("response.created", response=self._response("in_progress")),
                 self._event("response.in_progress", response=self._response("in_progress"))]
 
-    def feed(self, chunk: dict) -> list[dict]:
+    def feed(self, part: Part) -> list[dict]:
         if self.response is not None:
             return []
-        if "error" in chunk:
-            return self._fail(_error(chunk["error"]))
-        self._usage = chunk.get("usage") or self._usage
-        self._tandem = chunk.get("tandem") or self._tandem
-        events: list[dict] = []
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                events += self._text(delta["content"])
-            for call in delta.get("tool_calls") or []:
-                events += self._call(call)
-            self._finish_reason = choice.get("finish_reason") or self._finish_reason
-        return events
+        if isinstance(part, Failed):
+            return self._fail(_error(part.error))
+        if isinstance(part, Finished):
+            self._answer = part.answer
+            return []
+        if isinstance(part, TextDelta):
+            return self._text(part.text) if part.text else []
+        if isinstance(part, CallStarted):
+            return self._start_call(part)
+        return self._arguments(part)
 
     def finish(self) -> list[dict]:
-        """The chat stream ended: close the open item, then the terminal event."""
+        """The stream ended: close the open item, then the terminal event."""
         if self.response is not None:
             return []
-        if self._finish_reason is None:
-            return self._fail({"code": "server_error", "message": "the chat stream ended before the answer finished"})
-        status = "incomplete" if self._finish_reason == "length" else "completed"
+        if self._answer is None:
+            return self._fail({"code": "server_error", "message": "the stream ended before the answer finished"})
+        status = "incomplete" if self._answer.finish_reason == "length" else "completed"
         events = [] if self.output or self._open else self._text("")  # an empty answer is an empty message, as unstreamed
         events += self._close(status)
         self.response = self._response(status)
@@ -131,19 +119,19 @@ class ResponseEvents:
                                       content_index=0, delta=text, logprobs=[]))
         return events
 
-    def _call(self, delta: dict) -> list[dict]:
-        events, fn = [], delta.get("function") or {}
-        if delta.get("id"):  # a new call: its id and name come first
-            events += self._close("completed")
-            self._open = function_call_item(new_item_id("fc"), delta["id"], fn.get("name", ""), "", status="in_progress")
-            self._calls[delta.get("index", len(self._calls))] = self._open
-            events.append(self._event("response.output_item.added", output_index=len(self.output), item=dict(self._open)))
-        item = self._calls.get(delta.get("index", len(self._calls) - 1))
-        if item is not None and item is self._open and fn.get("arguments"):
-            item["arguments"] += fn["arguments"]
-            events.append(self._event("response.function_call_arguments.delta", item_id=item["id"], output_index=len(self.output),
-                                      delta=fn["arguments"]))
-        return events
+    def _start_call(self, part: CallStarted) -> list[dict]:
+        events, call = self._close("completed"), part.call
+        self._open = function_call_item(new_item_id("fc"), call.id, call.name, "", status="in_progress")
+        self._calls[call.index] = self._open
+        return events + [self._event("response.output_item.added", output_index=len(self.output), item=dict(self._open))]
+
+    def _arguments(self, part: CallArguments) -> list[dict]:
+        item = self._calls.get(part.index)
+        if item is None or item is not self._open or not part.fragment:
+            return []
+        item["arguments"] += part.fragment
+        return [self._event("response.function_call_arguments.delta", item_id=item["id"], output_index=len(self.output),
+                            delta=part.fragment)]
 
     def _part_event(self, type_: str, part: dict) -> dict:
         return self._event(type_, item_id=self._open["id"], output_index=len(self.output), content_index=0, part=part)
@@ -173,24 +161,16 @@ def _started(item: dict) -> dict:
     return item | {"content": []}
 
 
-async def translate_stream(chat_sse: AsyncIterable[str | bytes], events: ResponseEvents) -> AsyncIterator[str]:
-    """The gateway's chat SSE stream -> the Responses SSE stream (`encode`d events). Closing this
-    (a client gone) closes `chat_sse` at once, so the gateway frees the engine's slot."""
+async def translate_stream(parts: AsyncIterator[Part], events: ResponseEvents) -> AsyncIterator[str]:
+    """The gateway's stream parts -> the Responses SSE stream (`encode`d events). Closing this (a
+    client gone) closes `parts` at once, so the gateway frees the engine's slot."""
     for event in events.start():
         yield encode(event)
-    buffer = ""
     try:
-        async for piece in chat_sse:
-            buffer += piece.decode() if isinstance(piece, bytes) else piece
-            whole, sep, buffer = buffer.rpartition("\n\n")
-            for chunk in chat_chunks(whole + sep):
-                for event in events.feed(chunk):
-                    yield encode(event)
+        async for part in parts:
+            for event in events.feed(part):
+                yield encode(event)
     finally:
-        if (close := getattr(chat_sse, "aclose", None)) is not None:
-            await close()
-    for chunk in chat_chunks(buffer):
-        for event in events.feed(chunk):
-            yield encode(event)
+        await parts.aclose()
     for event in events.finish():
         yield encode(event)

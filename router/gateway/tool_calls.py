@@ -2,8 +2,9 @@
 
 The grammar (`router.gateway.structured`) makes a calling answer exactly
 `<tool_call>{"name": "NAME", "arguments": ARGS}</tool_call>` per call. `CallReader` reads that
-incrementally and yields OpenAI's streaming events: a call's index, id and name as soon as the
-name is complete, then its arguments in fragments as they arrive. Reading a whole answer is the
+incrementally and yields the stream's typed parts (router.gateway.answer_parts): a call's index, id
+and name as soon as the name is complete (`CallStarted`), then its arguments in fragments as they
+arrive (`CallArguments`); anything else is `TextDelta`. Reading a whole answer is the
 same reader fed once, so streamed argument fragments always join to the non-streamed call.
 
 An answer that does not start with `<tool_call>` is content, passed through unchanged.
@@ -15,6 +16,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
+from router.gateway.answer_parts import CallArguments, CallStarted, TextDelta, ToolCall
 from router.gateway.structured import CALL_CLOSE, CALL_OPEN
 
 _NAME_HEAD = CALL_OPEN + '{"name": '
@@ -24,18 +26,6 @@ _TAIL = "}" + CALL_CLOSE
 
 def call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
-
-
-@dataclass
-class ToolCall:
-    index: int
-    id: str
-    name: str
-    arguments: str = ""  # the JSON text, as OpenAI sends it
-    complete: bool = False
-
-    def openai(self) -> dict:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
 @dataclass
@@ -71,8 +61,8 @@ class _JsonEnd:
 
 @dataclass
 class CallReader:
-    """Feed answer text; get ('content', text), ('call', ToolCall) when a call's name is known,
-    ('arguments', index, fragment) as its arguments arrive. `calls` holds the calls read so far."""
+    """Feed answer text; get `TextDelta`s, a `CallStarted` when a call's name is known, `CallArguments`
+    as its arguments arrive. `calls` holds the calls read so far."""
 
     tools_allowed: bool  # False: everything is content
     calls: list[ToolCall] = field(default_factory=list)
@@ -82,11 +72,11 @@ class CallReader:
     _json: _JsonEnd | None = None  # reading a call's arguments
     _closing: bool = False  # a call's arguments ended; its closing literal comes next
 
-    def feed(self, text: str) -> list[tuple]:
-        events: list[tuple] = []
+    def feed(self, text: str) -> list[TextDelta | CallStarted | CallArguments]:
+        events: list[TextDelta | CallStarted | CallArguments] = []
         if self._mode == "content":
             self.content += text
-            return [("content", text)] if text else []
+            return [TextDelta(text)] if text else []
         self._buffer += text
         if self._mode == "undecided":
             if not self.tools_allowed or not (CALL_OPEN.startswith(self._buffer[: len(CALL_OPEN)]) or self._buffer.startswith(CALL_OPEN)):
@@ -114,7 +104,7 @@ class CallReader:
                     return events
                 call = ToolCall(len(self.calls), call_id(), name)
                 self.calls.append(call)
-                events.append(("call", call))
+                events.append(CallStarted(call))
                 self._buffer, self._json = stripped[name_end + len(_ARGS_HEAD) :], _JsonEnd()
             call = self.calls[-1]
             end = self._json.feed(self._buffer)
@@ -122,16 +112,16 @@ class CallReader:
                 fragment, self._buffer = self._buffer, ""
                 call.arguments += fragment
                 if fragment:
-                    events.append(("arguments", call.index, fragment))
+                    events.append(CallArguments(call.index, fragment))
                 return events
             fragment, rest = self._buffer[:end], self._buffer[end:]
             call.arguments += fragment
             call.complete = True
             if fragment:
-                events.append(("arguments", call.index, fragment))
+                events.append(CallArguments(call.index, fragment))
             self._json, self._buffer, self._closing = None, rest, True
 
-    def finish(self) -> list[tuple]:
+    def finish(self) -> list[TextDelta | CallStarted | CallArguments]:
         """The answer ended: text still held back (a start that might have become a call) is content."""
         if self._mode == "undecided" and self._buffer:
             self._mode, pending, self._buffer = "content", self._buffer, ""

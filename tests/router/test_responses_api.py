@@ -2,8 +2,8 @@
 events (each checked against the `openai` package's own types), the previous_response_id store on
 a real Redis, and the OpenAI Agents SDK running an agent with a function tool against it.
 
-The chat side is what the gateway writes: answers read back by `router.gateway.tool_calls`, bodies and
-chunks built by `router.gateway.openai_api`, so only the model is scripted. The Agents SDK and the
+The gateway's side is what its replies hand the route: typed answers and stream parts
+(router.gateway.answer_parts) read by `router.gateway.tool_calls`, so only the model is scripted. The Agents SDK and the
 store-or-not of a streamed response go through the real /v1/responses route (router.gateway.ingress, in
 process, its Gateway scripted): a copy of the route here once drifted from it. An engine failing
 mid-stream cannot be provoked in the shared Ray app (tests/app) without killing a replica, hence here."""
@@ -22,11 +22,11 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter, ValidationError
 
 from engines.errors import InvalidRequestError, ServiceUnavailableError
-from router.gateway.answers import DONE, assistant_message, chat_chunk, chat_response, sse, usage
+from router.gateway.answer_parts import Answer, Failed, Finished, Reply
 from router.gateway.openai_api import ChatCompletionRequest, validation_error
 from router.gateway.responses_answers import new_response_id, to_response
 from router.gateway.responses_api import ResponsesRequest, chat_request, to_chat_body
-from router.gateway.responses_events import ResponseEvents, chat_chunks, encode, translate_stream
+from router.gateway.responses_events import ResponseEvents, encode, translate_stream
 from router.gateway.responses_store import DEFAULT_TTL_S, NO_STORE, ResponseStore, conversation_items, history_for, stores
 from router.gateway.structured import output_spec
 from router.gateway.tool_calls import CallReader, read_answer
@@ -57,38 +57,34 @@ def req_of(**overrides) -> ResponsesRequest:
     return ResponsesRequest.model_validate(sdk_body(**overrides))
 
 
-def chat_completion(text: str, tools: bool, finish: str = "stop") -> dict:
-    """A chat.completion as Gateway.serve builds one from the model's answer text."""
-    content, calls = read_answer(text, tools)
-    finish = "tool_calls" if calls and finish == "stop" else finish
-    return chat_response("chatcmpl-1", "tandem", assistant_message(content, [c.openai() for c in calls]), finish, usage(12, 7), TANDEM)
+def answer_of(text: str, tools: bool, finish: str = "stop", calls=None) -> Answer:
+    """The whole answer Replies.whole (router.gateway.replies) makes of the model's answer text
+    (`calls`: the calls a stream read, instead of reading `text` whole)."""
+    content, read = read_answer(text, tools)
+    if calls is not None:
+        content, read = (None, calls) if calls else (text, [])
+    finish = "tool_calls" if read and finish == "stop" else finish
+    return Answer(content=content, calls=read, finish_reason=finish, prompt_tokens=12, output_tokens=7, logprobs=None, tandem=TANDEM)
 
 
-def chat_stream(text: str, tools: bool, finish: str = "stop", piece: int = 5) -> list[str]:
-    """The chat SSE stream Replies.streamed (router.gateway.replies) writes for `text`, fed `piece` characters at a time."""
-    reader, out, created = CallReader(tools), [chat_chunk("c", "tandem", 1, delta={"role": "assistant", "content": ""})], 1
-    events = [e for i in range(0, len(text), piece) for e in reader.feed(text[i : i + piece])] + reader.finish()
-    for e in events:
-        if e[0] == "content":
-            delta = {"content": e[1]}
-        elif e[0] == "call":
-            delta = {"tool_calls": [{"index": e[1].index, "id": e[1].id, "type": "function",
-                                     "function": {"name": e[1].name, "arguments": ""}}]}
-        else:
-            delta = {"tool_calls": [{"index": e[1], "function": {"arguments": e[2]}}]}
-        out.append(chat_chunk("c", "tandem", created, delta=delta))
-    finish = "tool_calls" if reader.calls and finish == "stop" else finish
-    out.append(chat_chunk("c", "tandem", created, delta={}, finish_reason=finish, tandem=TANDEM))
-    out.append(chat_chunk("c", "tandem", created, delta={}, usage_=usage(12, 7)))
-    return out + [DONE]
+def stream_parts(text: str, tools: bool, finish: str = "stop", piece: int = 5) -> list:
+    """The parts Replies.parts (router.gateway.replies) yields for `text`, fed `piece` characters at a time."""
+    reader = CallReader(tools)
+    parts = [p for i in range(0, len(text), piece) for p in reader.feed(text[i : i + piece])] + reader.finish()
+    return parts + [Finished(answer_of(text, tools, finish, calls=reader.calls if reader.calling else []))]
 
 
-def streamed(req: ResponsesRequest, chunks: list[str]) -> list[dict]:
-    """Every event for a chat stream, each validated as one of OpenAI's stream events."""
+async def aiter_of(parts: list):
+    for part in parts:
+        yield part
+
+
+def streamed(req: ResponsesRequest, parts: list) -> list[dict]:
+    """Every event for a stream's parts, each validated as one of OpenAI's stream events."""
     translator = ResponseEvents(req, new_response_id())
     events = translator.start()
-    for chunk in chat_chunks("".join(chunks)):
-        events += translator.feed(chunk)
+    for part in parts:
+        events += translator.feed(part)
     events += translator.finish()
     for e in events:
         EVENT.validate_python(e)
@@ -116,11 +112,6 @@ def test_string_input_is_one_user_message_and_sampling_maps():
     assert body == {"model": "tandem", "messages": [{"role": "user", "content": "hi"}], "stream": False, "max_tokens": 64,
                     "temperature": 0.5, "top_p": 0.9}
     assert ChatCompletionRequest.model_validate(body).token_budget() == 64
-
-
-def test_stream_asks_the_chat_stream_for_usage():
-    body = to_chat_body(req_of(stream=True))
-    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
 
 
 def test_function_call_round_trip_becomes_assistant_and_tool_turns():
@@ -228,7 +219,7 @@ def test_reasoning_items_are_dropped():
 def test_text_answer_is_a_completed_response_openai_accepts():
     req = req_of(metadata={"team": "a"}, max_output_tokens=100, temperature=0.2)
     rid = new_response_id()
-    resp = to_response(chat_completion("It is sunny.", tools=True), req, rid)
+    resp = to_response(answer_of("It is sunny.", tools=True), req, rid)
     parsed = Response.model_validate(resp)
     assert parsed.id == rid and rid.startswith("resp_") and parsed.status == "completed" and parsed.output_text == "It is sunny."
     assert resp["output"][0]["id"].startswith("msg_") and parsed.incomplete_details is None
@@ -239,18 +230,18 @@ def test_text_answer_is_a_completed_response_openai_accepts():
     assert resp["tandem"] == TANDEM
 
 
-def test_tool_calls_are_function_call_items_keeping_the_chat_call_id():
-    chat = chat_completion(CALL + CALL.replace("Paris", "Rome"), tools=True)
-    resp = to_response(chat, req_of(), new_response_id())
+def test_tool_calls_are_function_call_items_keeping_the_call_id():
+    answer = answer_of(CALL + CALL.replace("Paris", "Rome"), tools=True)
+    resp = to_response(answer, req_of(), new_response_id())
     parsed = Response.model_validate(resp)
-    chat_ids = [c["id"] for c in chat["choices"][0]["message"]["tool_calls"]]
+    chat_ids = [c.id for c in answer.calls]
     assert [(o.type, o.call_id, o.name, json.loads(o.arguments)) for o in parsed.output] == [
         ("function_call", chat_ids[0], "get_weather", {"city": "Paris"}), ("function_call", chat_ids[1], "get_weather", {"city": "Rome"})]
     assert all(o["id"].startswith("fc_") and o["status"] == "completed" for o in resp["output"])
 
 
 def test_length_is_incomplete_for_max_output_tokens():
-    resp = to_response(chat_completion("It is sun", tools=False, finish="length"), req_of(max_output_tokens=3), new_response_id())
+    resp = to_response(answer_of("It is sun", tools=False, finish="length"), req_of(max_output_tokens=3), new_response_id())
     parsed = Response.model_validate(resp)
     assert parsed.status == "incomplete" and parsed.incomplete_details.reason == "max_output_tokens"
     assert parsed.output[0].status == "incomplete" and parsed.output_text == "It is sun"
@@ -259,7 +250,7 @@ def test_length_is_incomplete_for_max_output_tokens():
 def test_named_tool_choice_and_json_format_are_echoed_as_openai_writes_them():
     text = {"format": {"type": "json_schema", "name": "final_output", "schema": {"type": "object"}, "strict": True}}
     req = req_of(tool_choice={"type": "function", "name": "get_weather"}, text=text)
-    parsed = Response.model_validate(to_response(chat_completion(CALL, tools=True), req, new_response_id()))
+    parsed = Response.model_validate(to_response(answer_of(CALL, tools=True), req, new_response_id()))
     assert parsed.tool_choice.name == "get_weather" and parsed.text.format.type == "json_schema"
     assert parsed.text.format.schema_ == {"type": "object"}
 
@@ -269,7 +260,7 @@ def test_named_tool_choice_and_json_format_are_echoed_as_openai_writes_them():
 
 def test_streamed_text_follows_openai_order_and_matches_the_whole_response():
     req = req_of()
-    events = streamed(req, chat_stream("It is sunny in Paris.", tools=True))
+    events = streamed(req, stream_parts("It is sunny in Paris.", tools=True))
     assert types(events)[:5] == ["response.created", "response.in_progress", "response.output_item.added",
                                  "response.content_part.added", "response.output_text.delta"]
     assert types(events)[-5:] == ["response.output_text.delta", "response.output_text.done", "response.content_part.done",
@@ -281,14 +272,14 @@ def test_streamed_text_follows_openai_order_and_matches_the_whole_response():
     done = next(e for e in events if e["type"] == "response.output_text.done")
     assert done["text"] == "It is sunny in Paris."
     final = Response.model_validate(events[-1]["response"])
-    whole = Response.model_validate(to_response(chat_completion("It is sunny in Paris.", tools=True), req, "resp_x"))
+    whole = Response.model_validate(to_response(answer_of("It is sunny in Paris.", tools=True), req, "resp_x"))
     assert final.output_text == whole.output_text and final.output[0].id == item_id
     assert final.usage == whole.usage and events[-1]["response"]["tandem"] == TANDEM
     assert events[0]["response"]["status"] == "in_progress" and events[0]["response"]["output"] == []
 
 
 def test_streamed_tool_calls_are_function_call_items_whose_fragments_join():
-    events = streamed(req_of(), chat_stream(CALL + CALL.replace("Paris", "Rome"), tools=True, piece=7))
+    events = streamed(req_of(), stream_parts(CALL + CALL.replace("Paris", "Rome"), tools=True, piece=7))
     added = [e for e in events if e["type"] == "response.output_item.added"]
     assert [a["item"]["type"] for a in added] == ["function_call", "function_call"] and [a["output_index"] for a in added] == [0, 1]
     for a in added:
@@ -305,43 +296,39 @@ def test_streamed_tool_calls_are_function_call_items_whose_fragments_join():
 
 
 def test_streamed_length_ends_with_response_incomplete():
-    events = streamed(req_of(max_output_tokens=3), chat_stream("It is sun", tools=False, finish="length"))
+    events = streamed(req_of(max_output_tokens=3), stream_parts("It is sun", tools=False, finish="length"))
     assert events[-1]["type"] == "response.incomplete"
     final = Response.model_validate(events[-1]["response"])
     assert final.incomplete_details.reason == "max_output_tokens" and final.output[0].status == "incomplete"
 
 
 def test_an_empty_answer_streams_an_empty_message_as_unstreamed():
-    events = streamed(req_of(), chat_stream("", tools=False))
+    events = streamed(req_of(), stream_parts("", tools=False))
     assert types(events) == ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
                              "response.output_text.done", "response.content_part.done", "response.output_item.done",
                              "response.completed"]
-    whole = to_response(chat_completion("", tools=False), req_of(), "resp_x")
+    whole = to_response(answer_of("", tools=False), req_of(), "resp_x")
     assert events[-1]["response"]["output"][0]["content"] == whole["output"][0]["content"]
 
 
-def test_an_error_chunk_fails_the_response_and_ends_it():
-    chunks = chat_stream("It is sunny.", tools=False)[:3]
-    chunks.append(sse(ServiceUnavailableError("the block engine failed mid-stream: RuntimeError").body()))
-    events = streamed(req_of(), chunks + [DONE])
+def test_a_failed_part_fails_the_response_and_ends_it():
+    parts = stream_parts("It is sunny.", tools=False)[:3]
+    parts.append(Failed(ServiceUnavailableError("the block engine failed mid-stream: RuntimeError")))
+    events = streamed(req_of(), parts + stream_parts("More.", tools=False))
     assert events[-1]["type"] == "response.failed" and types(events).count("response.failed") == 1
     failed = Response.model_validate(events[-1]["response"])
     assert failed.status == "failed" and failed.error.code == "server_error" and "mid-stream" in failed.error.message
 
 
 def test_a_stream_that_ends_unfinished_fails():
-    events = streamed(req_of(), chat_stream("It is sunny.", tools=False)[:3])
+    events = streamed(req_of(), stream_parts("It is sunny.", tools=False)[:3])
     assert events[-1]["type"] == "response.failed" and "ended before" in events[-1]["response"]["error"]["message"]
 
 
-def test_translate_stream_writes_sse_whatever_the_chat_pieces():
-    async def pieces():  # the chat stream cut at arbitrary points, as bytes
-        raw = "".join(chat_stream("Hello there.", tools=False)).encode()
-        for i in range(0, len(raw), 13):
-            yield raw[i : i + 13]
-
+def test_translate_stream_writes_each_event_as_sse():
     async def collect():
-        return [s async for s in translate_stream(pieces(), ResponseEvents(req_of(), new_response_id()))]
+        parts = aiter_of(stream_parts("Hello there.", tools=False, piece=3))
+        return [s async for s in translate_stream(parts, ResponseEvents(req_of(), new_response_id()))]
 
     out = asyncio.run(collect())
     for s in out:
@@ -352,18 +339,18 @@ def test_translate_stream_writes_sse_whatever_the_chat_pieces():
     assert encode({"type": "error", "sequence_number": 0, "message": "x"}).startswith("event: error\ndata: {")
 
 
-def test_closing_the_responses_stream_closes_the_chat_stream():
+def test_closing_the_responses_stream_closes_the_stream_parts():
     closed = []
 
-    async def chat_sse():
+    async def parts():
         try:
-            for s in chat_stream("Hello there, a long answer.", tools=False, piece=2):
+            for s in stream_parts("Hello there, a long answer.", tools=False, piece=2):
                 yield s
         finally:
             closed.append(True)
 
     async def first_delta():
-        out = translate_stream(chat_sse(), ResponseEvents(req_of(), new_response_id()))
+        out = translate_stream(parts(), ResponseEvents(req_of(), new_response_id()))
         async for s in out:
             if s.startswith("event: response.output_text.delta"):
                 break
@@ -371,6 +358,54 @@ def test_closing_the_responses_stream_closes_the_chat_stream():
         return closed
 
     assert asyncio.run(first_delta()) == [True]
+
+
+# ---- the real gateway: one answer, two wire formats -----------------------------------------------------
+
+
+def test_the_route_answers_what_chat_answers_from_the_gateways_typed_reply(tmp_path):
+    """A real Gateway over the shipped tiny engine (in process, no Ray): under greedy decoding the
+    Responses route, whole and streamed, carries the chat route's answer, usage, route and headers."""
+    from engines.deployment import EngineDeployment
+    from engines.types import MODES
+    from router.gateway.ingress import api
+    from router.gateway.orchestration import Gateway, replica_gateway
+    from tests.router.local_engines import LocalEngine
+
+    engine = LocalEngine(EngineDeployment(modes=MODES, max_wait_s=0.001))
+    gw = Gateway(engine, engine, policy_source=None, request_timeout_s=60.0, probe_interval_s=0.05)
+    ask = {"model": "tandem-ar", "max_tokens": 8}
+    requests = [("/v1/chat/completions", ask | {"messages": [{"role": "user", "content": "Say hi."}]}),
+                ("/v1/responses", {"model": "tandem-ar", "input": "Say hi.", "max_output_tokens": 8}),
+                ("/v1/responses", {"model": "tandem-ar", "input": "Say hi.", "max_output_tokens": 8, "stream": True})]
+
+    async def run():
+        api.dependency_overrides[replica_gateway] = lambda: gw
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://gateway", timeout=60.0) as client:
+                return [await client.post(path, json=body) for path, body in requests]
+        finally:
+            api.dependency_overrides.pop(replica_gateway, None)
+            while not gw.view._poller.done():  # as tests/router/test_failover.py: a cancel can be swallowed
+                gw.view._poller.cancel()
+                await asyncio.sleep(0.01)
+
+    chat, whole, stream = asyncio.run(run())
+    assert [r.status_code for r in (chat, whole, stream)] == [200, 200, 200], whole.text + stream.text
+    text, usage = chat.json()["choices"][0]["message"]["content"], chat.json()["usage"]
+    parsed = Response.model_validate(whole.json())
+    assert text and parsed.output_text == text
+    assert (parsed.usage.input_tokens, parsed.usage.output_tokens) == (usage["prompt_tokens"], usage["completion_tokens"])
+    assert whole.json()["tandem"]["mode"] == chat.json()["tandem"]["mode"] == "ar"
+    events = sse_events(stream.text)
+    for e in events:
+        EVENT.validate_python(e)
+    assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == text
+    final = Response.model_validate(events[-1]["response"])
+    assert final.output_text == text and final.usage == parsed.usage and final.status == parsed.status
+    assert {h: stream.headers[h] for h in ("x-tandem-mode", "x-tandem-route-reason")} == {
+        h: whole.headers[h] for h in ("x-tandem-mode", "x-tandem-route-reason")} == {"x-tandem-mode": "ar", "x-tandem-route-reason": "forced_model"}
+    assert [(e["status"], e["stream"]) for e in gw.feed.after(0)] == [(200, False), (200, False), (200, True)]  # recorded once each
 
 
 # ---- previous_response_id ------------------------------------------------------------------------------
@@ -385,7 +420,7 @@ def store(prefix):
 
 def test_store_round_trip_with_ttl_and_the_chain_replays(store, prefix):
     first = req_of()
-    resp = to_response(chat_completion(CALL, tools=True), first, new_response_id())
+    resp = to_response(answer_of(CALL, tools=True), first, new_response_id())
     assert stores(first, store) and store.save(resp["id"], conversation_items(first, None, resp), ttl_s=600)
     assert 0 < redis_client().ttl(f"{prefix}response:{resp['id']}") <= 600
     call_id = resp["output"][0]["call_id"]
@@ -436,31 +471,25 @@ def scripted_answer(messages: list[dict]) -> str:
 
 
 class ScriptedGateway:
-    """The Gateway as the real /v1/responses route (router.gateway.ingress) uses it - `serve`, `redis`,
-    `key_prefix`, `responses_ttl_s` (an attribute the route gains and this lacks fails loudly) - over the scripted model: the chat reply Gateway.serve writes (a JSONResponse, or
-    a StreamingResponse of chat chunks). `fail_after` cuts a stream after that many chunks with the
-    in-band error and [DONE] Replies.streamed (router.gateway.replies) sends when an engine fails mid-stream."""
+    """The Gateway as the real /v1/responses route (router.gateway.ingress) uses it - `answer`, `redis`,
+    `key_prefix`, `responses_ttl_s` (an attribute the route gains and this lacks fails loudly) - over
+    the scripted model: the typed reply Gateway.answer makes (a whole answer, or a stream's parts).
+    `fail_after` cuts a stream after that many parts with the `Failed` part Replies.parts
+    (router.gateway.replies) ends with when an engine fails mid-stream."""
 
     def __init__(self, redis_client=None, key_prefix: str = "", fail_after: int | None = None):
         self.redis, self.key_prefix, self.fail_after = redis_client, key_prefix, fail_after
         self.responses_ttl_s = DEFAULT_TTL_S
 
-    async def serve(self, call, headers: dict[str, str]):
-        from fastapi.responses import JSONResponse, StreamingResponse
-
+    async def answer(self, call, headers: dict[str, str]) -> Reply:
         text, tools = scripted_answer(call.gen.messages), bool(call.output.callable)
         decision = {"x-tandem-mode": "block"}
         if not call.stream:
-            return JSONResponse(chat_completion(text, tools), headers=decision)
-        chunks = chat_stream(text, tools)
+            return Reply(decision, answer=answer_of(text, tools))
+        parts = stream_parts(text, tools)
         if self.fail_after is not None:
-            chunks = chunks[: self.fail_after] + [sse(ServiceUnavailableError("the block engine failed mid-stream: RuntimeError").body()), DONE]
-
-        async def body():
-            for chunk in chunks:
-                yield chunk
-
-        return StreamingResponse(body(), media_type="text/event-stream", headers=decision)
+            parts = parts[: self.fail_after] + [Failed(ServiceUnavailableError("the block engine failed mid-stream: RuntimeError"))]
+        return Reply(decision, parts=aiter_of(parts))
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from transformers import AutoTokenizer
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.errors import InvalidRequestError
 from router.gateway.structured import output_spec
+from router.gateway.answer_parts import CallArguments, CallStarted, TextDelta
 from router.gateway.tool_calls import CallReader, read_answer
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather at a place.", "parameters": {
@@ -78,20 +79,20 @@ def test_streamed_calls_join_to_the_whole_answer_at_any_cut(cuts, location):
         pieces.append(text[at:cut])
         at = cut
     events = [e for p in pieces for e in reader.feed(p)] + reader.finish()
-    names = [e[1].name for e in events if e[0] == "call"]
+    names = [e.call.name for e in events if isinstance(e, CallStarted)]
     arguments = {}
     for e in events:
-        if e[0] == "arguments":
-            arguments[e[1]] = arguments.get(e[1], "") + e[2]
+        if isinstance(e, CallArguments):
+            arguments[e.index] = arguments.get(e.index, "") + e.fragment
     assert names == [c.name for c in whole] and [arguments.get(i, "") for i in range(len(whole))] == [c.arguments for c in whole]
-    assert not [e for e in events if e[0] == "content"]
+    assert not [e for e in events if isinstance(e, TextDelta)]
 
 
 def test_text_is_content_whole_and_streamed():
     assert read_answer("<b>bold</b> claim", True) == ("<b>bold</b> claim", [])
     reader = CallReader(True)
     events = reader.feed("<to") + reader.feed("day>") + reader.finish()
-    assert "".join(e[1] for e in events) == "<today>"
+    assert all(isinstance(e, TextDelta) for e in events) and "".join(e.text for e in events) == "<today>"
 
 
 @pytest.mark.parametrize("tools,choice,param,code", [
