@@ -2,7 +2,7 @@
 
 Names load lazily so that `tandem --help` and the router's CLI do not pay for importing torch."""
 
-from importlib import import_module
+from engines.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "DiffusionEngine": "engines.engine",
@@ -20,10 +20,4 @@ _EXPORTS = {
     "GenerationResult": "engines.types",
     "Mode": "engines.types",
 }
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'engines' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

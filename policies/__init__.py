@@ -3,7 +3,7 @@ serve, version, hot-reload and roll back the live policy. Names load on first us
 
 from __future__ import annotations
 
-import importlib
+from engines.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Policy": "policies.schema",
@@ -26,10 +26,4 @@ _EXPORTS = {
     "PolicyStoreUnavailableError": "policies.errors",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'policies' has no attribute {name!r}")
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

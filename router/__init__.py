@@ -11,7 +11,7 @@ Import-light on purpose: names load on first use, and scikit-learn only when a m
 
 from __future__ import annotations
 
-import importlib
+from engines.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Router": "router.decision.decide",
@@ -24,10 +24,4 @@ _EXPORTS = {
     "log_decision": "router.gateway.decisions_log",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'router' has no attribute {name!r}")
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)
