@@ -12,13 +12,12 @@ import asyncio
 import json
 import shutil
 
-import httpx
 import pytest
 import yaml
 
 from engines.cost import CostProfile
 from engines.types import MODES
-from tests.router.local_engines import GoneEngine, LocalEngine
+from tests.router.local_engines import GoneEngine, LocalEngine, answers_from
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +45,7 @@ def served(engine, policy_file, requests, change_policy=None, cost=None, cost_af
     engine never sends one). Between the decision and the failover of each request,
     `change_policy(dict)` is written and the router's profile becomes `cost_after` (unless KEEP). Returns the
     answers and the gateway."""
-    from router.gateway.ingress import api
-    from router.gateway.orchestration import Gateway, replica_gateway
+    from router.gateway.orchestration import Gateway
 
     gw = Gateway(GoneEngine(), engine, policy_source=str(policy_file), request_timeout_s=60.0, probe_interval_s=0.05)
     gw.router.cost = cost
@@ -67,20 +65,7 @@ def served(engine, policy_file, requests, change_policy=None, cost=None, cost_af
 
         gw.router.decide = decide_then_change
 
-    async def run():
-        api.dependency_overrides[replica_gateway] = lambda: gw
-        try:
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://gateway", timeout=60.0) as client:
-                return [await client.post(path, json=body) for path, body in requests]
-        finally:
-            api.dependency_overrides.pop(replica_gateway, None)
-            # asyncio.wait_for (3.11) swallows a cancel that lands as its inner call finishes, and a
-            # gone engine's calls finish at once: cancel until the poller has stopped
-            while not gw.view._poller.done():
-                gw.view._poller.cancel()
-                await asyncio.sleep(0.01)
-
-    return asyncio.run(run()), gw
+    return asyncio.run(answers_from(gw, requests)), gw
 
 
 CHAT = {"model": "tandem-block", "messages": [{"role": "user", "content": "Extract the name as JSON: Alice Smith lives in Paris."}],

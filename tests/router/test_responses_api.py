@@ -368,9 +368,8 @@ def test_the_route_answers_what_chat_answers_from_the_gateways_typed_reply(tmp_p
     Responses route, whole and streamed, carries the chat route's answer, usage, route and headers."""
     from engines.deployment import EngineDeployment
     from engines.types import MODES
-    from router.gateway.ingress import api
-    from router.gateway.orchestration import Gateway, replica_gateway
-    from tests.router.local_engines import LocalEngine
+    from router.gateway.orchestration import Gateway
+    from tests.router.local_engines import LocalEngine, answers_from
 
     engine = LocalEngine(EngineDeployment(modes=MODES, max_wait_s=0.001))
     gw = Gateway(engine, engine, policy_source=None, request_timeout_s=60.0, probe_interval_s=0.05)
@@ -379,18 +378,7 @@ def test_the_route_answers_what_chat_answers_from_the_gateways_typed_reply(tmp_p
                 ("/v1/responses", {"model": "tandem-ar", "input": "Say hi.", "max_output_tokens": 8}),
                 ("/v1/responses", {"model": "tandem-ar", "input": "Say hi.", "max_output_tokens": 8, "stream": True})]
 
-    async def run():
-        api.dependency_overrides[replica_gateway] = lambda: gw
-        try:
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://gateway", timeout=60.0) as client:
-                return [await client.post(path, json=body) for path, body in requests]
-        finally:
-            api.dependency_overrides.pop(replica_gateway, None)
-            while not gw.view._poller.done():  # as tests/router/test_failover.py: a cancel can be swallowed
-                gw.view._poller.cancel()
-                await asyncio.sleep(0.01)
-
-    chat, whole, stream = asyncio.run(run())
+    chat, whole, stream = asyncio.run(answers_from(gw, requests))
     assert [r.status_code for r in (chat, whole, stream)] == [200, 200, 200], whole.text + stream.text
     text, usage = chat.json()["choices"][0]["message"]["content"], chat.json()["usage"]
     parsed = Response.model_validate(whole.json())
