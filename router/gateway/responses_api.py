@@ -41,6 +41,11 @@ def _parts_text(parts: list[dict], what: str) -> str:
     return "".join(texts)
 
 
+def _content_text(content: str | list[dict], what: str) -> str:
+    """A content field's text: the string itself, or its text parts joined (checked as `text_field` checks text)."""
+    return text_field(content, what) if isinstance(content, str) else _parts_text(content, what)
+
+
 class InputMessage(BaseModel):
     """A message item (`type` may be omitted, as the Agents SDK does for user input)."""
 
@@ -52,11 +57,11 @@ class InputMessage(BaseModel):
     @field_validator("content")
     @classmethod
     def _text(cls, v):
-        _ = text_field(v, "content") if isinstance(v, str) else _parts_text(v, "content")
+        _content_text(v, "content")
         return v
 
     def text(self) -> str:
-        return self.content if isinstance(self.content, str) else _parts_text(self.content, "content")
+        return _content_text(self.content, "content")
 
 
 class FunctionCallItem(BaseModel):
@@ -85,11 +90,11 @@ class FunctionCallOutputItem(BaseModel):
     @field_validator("output")
     @classmethod
     def _text(cls, v):
-        _ = text_field(v, "output") if isinstance(v, str) else _parts_text(v, "output")
+        _content_text(v, "output")
         return v
 
     def text(self) -> str:
-        return self.output if isinstance(self.output, str) else _parts_text(self.output, "output")
+        return _content_text(self.output, "output")
 
 
 def _item_kind(v: Any) -> str:
