@@ -18,3 +18,14 @@ def held_out():
     from lab.routing.dataset import TEST_PATH, load_jsonl
 
     return load_jsonl(TEST_PATH)
+
+
+@pytest.fixture
+def store(prefix):
+    """A Responses API conversation store (router.gateway.responses_store) on the test Redis, under `prefix`."""
+    from router.gateway.responses_store import ResponseStore
+    from tests.policies.helpers import redis_client
+
+    client = redis_client()
+    yield ResponseStore(client, prefix=prefix + "response:")
+    client.close()
