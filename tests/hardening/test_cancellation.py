@@ -24,8 +24,9 @@ LONG_STORY = {"messages": [{"role": "user", "content": "Tell me a long story."}]
 BATCH = 8  # the hardening app's max_batch_size
 PROBES = 3  # one-token answers timed to find the machine's round trip under load
 # The client's deadline in round trips (the slowest probe's): room for the row's admission on a
-# machine that jitters, and still a few decode steps against the thousands its answer takes.
-DEADLINE_ROUND_TRIPS = 5
+# machine that jitters (it joins within about one), and still a few decode steps against the
+# thousands its answer takes; short enough that the busy batch around it outlives it (see the test).
+DEADLINE_ROUND_TRIPS = 3
 
 
 def wait_running(url: str, engine: str, predicate, timeout_s: float) -> tuple[float, dict]:
@@ -125,13 +126,19 @@ def test_a_request_the_gateway_gives_up_on_frees_its_engine_row(app_url, model, 
     which the hardening app honours), DEADLINE_ROUND_TRIPS of this machine's one-token round trips
     under this load. So the row is in the batch before it passes, and it passes long before a
     4,000-token answer in a full batch can end (thousands of steps in AR, one token each, where a
-    round trip is a step or two plus the hops), on a fast machine as on a busy one (here: deadlines
-    of 1.5-6.1 s, where such an answer takes ~40 s in AR and over 8 s in verified). The engine's
+    round trip is a step or two plus the hops), on a fast machine as on a busy one (such an answer
+    takes ~40 s in AR and over 8 s in verified here). The engine's
     mid-batch admissions show the row joined the batch before it was dropped, not that it was
     cancelled in the queue."""
     with busy_batch(app_url, model, engine, rows=BATCH - 1):
         took = round_trips_s(app_url, model)
-        deadline_s = DEADLINE_ROUND_TRIPS * max(took)
+    deadline_s = DEADLINE_ROUND_TRIPS * max(took)
+    wait_running(app_url, engine, lambda x: x["running"] == 0 and x["queued"] == 0, timeout_s=FREED_WITHIN_S + 10)
+    # A fresh busy batch for the request itself: the busy rows are streams under the app's own
+    # request deadline (APP_ARGS, 8 s), so the probes above, the request's deadline and the wait for
+    # its row to go must all fit in one batch's life (probes, deadline and wait in one batch
+    # outlived it on two busy test workers: the busy rows went first).
+    with busy_batch(app_url, model, engine, rows=BATCH - 1):
         before = admin_stats(app_url)["engines"][engine]["stats"]
         body = {"model": model, **LONG_STORY, "max_tokens": LONGEST}
         r = httpx.post(f"{app_url}/v1/chat/completions", json=body, headers={TIMEOUT_HEADER: f"{deadline_s:.3f}"}, timeout=60)
