@@ -49,6 +49,24 @@ def pytest_xdist_make_scheduler(config, log):
     return ByGroup(config, log)
 
 
+# The Ray group is the suite's longest and its tests time things (deadlines, rows freed within
+# seconds, log lines), so the other worker yields to it: a worker nices itself the first time it
+# runs a test outside that group (its children too: compile workers, scripts). It still gets every
+# cycle the Ray tests leave while they wait on apps and HTTP, which is most of them.
+# Nice 5 (CFS weight 335 against the Ray processes' 1024): a quarter of a contended core, so
+# the compile tests' own time limits still hold while the soak keeps both cores busy.
+YIELDING_NICENESS = 5
+_yielding = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    global _yielding
+    if not _yielding and hasattr(item.config, "workerinput") and worker_group(item.nodeid) != "ray-clusters":
+        _yielding = True
+        os.nice(YIELDING_NICENESS)
+
+
 # Tiny models gain nothing from intra-op threads, and spinning OpenMP threads on a busy 2-core
 # machine made decode 20-40x slower in measurements here.
 torch.set_num_threads(int(os.environ.get("TANDEM_TEST_THREADS", "1")))
