@@ -100,7 +100,7 @@ def label_policy(base_url, admin_headers):
     known = baseline.json()["version"]
     # min_gain 2: at idle the live calibration of each engine (observed / profile time) drifts with
     # what the machine and earlier tests did (on two busy test workers, enough to price a block label
-    # 1.25x sooner than an idle AR once); under the load below AR is priced seconds behind, ~100x.
+    # 1.25x sooner than an idle AR once); under the load below AR is priced behind a queue of 512-token answers.
     la = start["load_aware"] | {"enabled": True, "cost_aware": True, "min_gain": 2.0, "max_queue_ratio": 1.0,
                                 "equal_quality_tasks": sorted(set(start["load_aware"]["equal_quality_tasks"]) | {"classify"})}
     labels = start | {"task_modes": start["task_modes"] | {"classify": "ar"}, "agreement_floor": 0.0,
