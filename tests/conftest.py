@@ -31,11 +31,33 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" i
 # rather than `xdist_group` marks: `--dist loadgroup` stopped grouping on pytest 9.2 (its test ids
 # are no longer rewritten: pytest-dev/pytest-xdist#1386).
 RAY_CLUSTER_DIRS = ("tests/agents/", "tests/app/", "tests/cluster/", "tests/hardening/")
+RAY_GROUP = "ray-clusters"
 
 
 def worker_group(nodeid: str) -> str:
     """The worker group of a test: "ray-clusters" or its file."""
-    return "ray-clusters" if nodeid.startswith(RAY_CLUSTER_DIRS) else nodeid.split("::", 1)[0]
+    return RAY_GROUP if nodeid.startswith(RAY_CLUSTER_DIRS) else nodeid.split("::", 1)[0]
+
+
+# The groups are handed out longest first, so that the run does not end on one worker with a long
+# group while the other waits (measured: xdist's own order, by number of tests, left the one-test
+# GPU-script dry runs and the retraining module for last, ~110 s of one worker alone). Longest is
+# known from the tests' `slow` marks (pyproject: "takes more than a few seconds"): the Ray group
+# first, then every file with a slow test, then the rest by number of tests (as xdist orders them).
+def group_rank(group: str, items: list) -> tuple[int, int]:
+    if group == RAY_GROUP:
+        return (0, 0)
+    if any(item.get_closest_marker("slow") for item in items):
+        return (1, 0)
+    return (2, -len(items))
+
+
+def pytest_collection_modifyitems(config, items):
+    groups: dict[str, list] = {}
+    for item in items:
+        groups.setdefault(worker_group(item.nodeid), []).append(item)
+    ranked = sorted(groups.items(), key=lambda group: group_rank(*group))  # stable: file order within a rank
+    items[:] = [item for _, group_items in ranked for item in group_items]
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -46,6 +68,7 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
 
+    config.option.loadscopereorder = False  # keep pytest_collection_modifyitems' order
     return ByGroup(config, log)
 
 

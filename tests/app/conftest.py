@@ -40,7 +40,10 @@ def app_checkpoint(tiny_checkpoint, tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
+# Package scope: the app stops when tests/app ends, not at the session's end: an idle app still takes
+# about a sixth of a core (Serve's controller, proxy and replicas polling), which the Ray group's later
+# packages (tests/cluster, tests/hardening) need on a two-core machine.
+@pytest.fixture(scope="package")
 def serve_app(app_checkpoint, redis_url, tmp_path_factory):
     from lab.cli.local_app import start_app
 
@@ -71,7 +74,7 @@ def serve_app(app_checkpoint, redis_url, tmp_path_factory):
         client.delete(key)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def base_url(serve_app):
     return serve_app["url"]
 

@@ -160,6 +160,7 @@ def spec_for(tools_, schema, choice):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), mode=st.sampled_from(["ar", "verified", "block"]), max_tokens=st.integers(1, 256), temperature=st.sampled_from([0.0, 1.0]),
        sample_seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_every_answer_validates_within_max_tokens_or_is_refused_before_decoding(engine, data, mode, max_tokens, temperature, sample_seed):
     kind = data.draw(st.sampled_from(["schema", "tools"]))
     schema = data.draw(schemas) if kind == "schema" else None

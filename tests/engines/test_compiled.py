@@ -37,6 +37,7 @@ def requests(mode: str, n: int = 3, **kw):
 
 # The first compiled call of each mode pays for compiling its variants (encoder, decoder and the
 # step's settle: 170 s for block on this 2-core VM under load): longer than the suite's per-test limit.
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("mode", ["block", "ar", "verified"])
 def test_compiled_calls_write_the_eager_tokens(eager, compiled, mode):
@@ -128,6 +129,7 @@ def test_auto_compiles_on_gpus_only_and_off_never_compiles(tiny_checkpoint):
     assert not compile_model(engine.model, "off")
 
 
+@pytest.mark.slow
 def test_a_warm_engine_compiles_nothing_more_for_its_first_requests(compiled):
     """What a replica does before it reports ready (engines/deployment.py): after `warm_up`, requests
     in every mode, alone and batched, find their compiled variants already there."""

@@ -19,6 +19,7 @@ NARROW = {"hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 1
 
 
 # Three processes, two of them compiling (the graphs are this shape's own): minutes here.
+@pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_the_gpu_check_dry_run_writes_every_parts_records(tmp_path):
     env = os.environ | {"TANDEM_GPU_VENV": sys.prefix, "CHECK_MODES": "block", "CHECK_BATCHES": "1", "CHECK_LAYERS": "1",

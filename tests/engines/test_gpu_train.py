@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
 from lab.model.tasks import OPEN_FAMILIES, SHORT_FAMILIES
@@ -20,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MIB = 2**20
 
 
+@pytest.mark.slow
 def test_train_script_dry_run_writes_a_sharded_checkpoint_and_its_held_out_scores(tmp_path):
     env = os.environ | {"TANDEM_TRAIN_DRY": "1", "TANDEM_GPU_VENV": sys.prefix, "TANDEM_TRAIN_RUN": str(tmp_path / "run")}
     done = subprocess.run(["bash", str(ROOT / "scripts/gpu/train.sh"), str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=240)

@@ -55,6 +55,7 @@ def test_soft_capping_and_self_conditioning_equal_the_models_forward():
     assert torch.equal(ours_second, second)
 
 
+@pytest.mark.slow
 def test_a_block_step_at_vocabulary_262144_batch_8_holds_one_logits_tensor():
     """The issue's bound: a block step at vocabulary 262,144, batch 8, canvas 256 peaks within 1.5x
     of one (8, 256, 262144) fp32 tensor (2 GiB) above what was resident before (model included).

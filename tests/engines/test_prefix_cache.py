@@ -34,6 +34,7 @@ def engines():
     return DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT), DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT, prefix_cache_tokens=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["ar", "block", "verified"])
 def test_reused_prefixes_give_the_same_output_alone_and_batched(engines, mode, drafts_anywhere):
     cached, plain = engines

@@ -209,6 +209,7 @@ def test_rows_switch_to_ar_and_back_mid_request_and_still_equal_ar(engine, monke
     assert bad.accepted == 0 and set(bad.steps_per_canvas) == {1} and bad.decoder_calls <= most_probes(n, LoneDrafts())
 
 
+@pytest.mark.slow
 def test_rows_that_do_not_draft_keep_most_of_ar_s_speed_beside_rows_that_do(engine, monkeypatch):
     # A row whose drafts are always right batched with one whose drafts never are: each draft round
     # stops the other row, so after it both take STEP_SHARE times its cost in AR steps together.

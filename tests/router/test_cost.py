@@ -71,6 +71,7 @@ def router(model):
     return make
 
 
+@pytest.mark.slow
 def test_a_busy_block_engine_sends_verified_work_to_an_idle_ar_engine(router):
     d = router().decide(req(ESSAY), view={"block": BUSY, "ar": IDLE})
     assert (d.mode, d.rule, d.load_aware) == ("ar", "load", True)

@@ -29,6 +29,7 @@ def test_requests_are_built_as_the_gateway_builds_them():
     assert call.tools and call.grammar and call.skeleton
 
 
+@pytest.mark.slow
 def test_every_answer_under_a_grammar_validates(shipped):
     records = evaluate(shipped, 2, families=("schema", "toolcall", "label"), modes=("ar", "block+skeleton"), batch=2)
     assert len(records) == 6

@@ -141,6 +141,7 @@ def retrained(tmp_path_factory):
     return shipped, Router(model_path=str(path), store=at_the_schema_floor()), outcomes, logged, model.meta
 
 
+@pytest.mark.slow
 def test_retraining_moves_the_routers_lengths_to_what_the_model_wrote(retrained):
     shipped, after_router, _, logged, meta = retrained
     served = logged["realistic"]

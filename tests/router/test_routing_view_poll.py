@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from engines.cost import CostProfile
 from engines.types import EngineInfo, EngineLoad
 from router.decision.routing_view import RoutingView
@@ -33,6 +35,7 @@ class Engine:
         self.load = Call(EngineLoad(queued=0, running=0, capacity=4, max_queue=8), [0.0])
 
 
+@pytest.mark.slow
 def test_a_cost_profile_that_did_not_answer_at_start_is_asked_for_again():
     async def run():
         block = Engine(cost_delays=[1.0, 0.0])  # the first answer comes after the view stopped waiting
