@@ -32,10 +32,11 @@ from engines.block import block_steps
 from engines.canvas import BlockParams
 from engines.errors import ContextLengthError, InvalidRequestError
 from engines.loading import LoadedModel, load_checkpoint
-from engines.prefix_cache import DEFAULT_CACHE_TOKENS, MIN_PREFIX_TOKENS, PrefixCache
+from engines.prefix_cache import DEFAULT_CACHE_TOKENS, PrefixCache, message_bounds
 from engines.prompt_bounds import PromptEncoder
 from engines.rows import Row
 from engines.sampling import make_generator
+from engines.scoring import agreement, answer_logprobs
 from engines.seeded import Seeder, decode_seeded
 from engines.types import MODES, GenerationRequest, GenerationResult
 from engines.drafting import DraftCosts
@@ -125,36 +126,11 @@ class DiffusionEngine:
         return ids
 
     def prefix_bounds(self, req: GenerationRequest, ids: list[int]) -> tuple[int, ...]:
-        """Where a conversation's prompt is cut for its prefill (engines.prefix_cache): token
-        offsets at message ends, the first one at least MIN_PREFIX_TOKENS in and each further one
-        at least MIN_PREFIX_TOKENS after the last kept (a rule that only looks back, so every
-        request that shares a head cuts it the same way), the last one before the final message;
-        () when there is no such head. A cut is kept only where the template renders the messages
-        before it as exactly the head of the prompt and a special token follows (no merge across it)."""
-        if self.prefix_cache is None or not req.messages or len(req.messages) < 2 or len(ids) <= MIN_PREFIX_TOKENS:
+        """Where a conversation's prompt is cut for its prefill (engines.prefix_cache.message_bounds);
+        () without a prefix cache."""
+        if self.prefix_cache is None or not req.messages:
             return ()
-        try:
-            full = self.tokenizer.apply_chat_template(req.messages, tools=req.tools or None, add_generation_prompt=True, tokenize=False)
-            encoded = self.tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
-        except Exception:
-            return ()
-        if encoded["input_ids"] != ids:
-            return ()
-        token_at_char = {end: i + 1 for i, (_, end) in enumerate(encoded["offset_mapping"])}  # char offset -> tokens up to it
-        special = set(self.tokenizer.all_special_ids)
-        bounds: list[int] = []
-        for count in range(1, len(req.messages)):
-            try:  # a template may refuse a conversation cut before its last message
-                head = self.tokenizer.apply_chat_template(req.messages[:count], tools=req.tools or None, add_generation_prompt=False,
-                                                          tokenize=False)
-            except Exception:
-                continue
-            n = token_at_char.get(len(head))
-            if n is None or not full.startswith(head) or n >= len(ids) or ids[n] not in special:
-                continue
-            if n - (bounds[-1] if bounds else 0) >= MIN_PREFIX_TOKENS:
-                bounds.append(n)
-        return tuple(bounds)
+        return message_bounds(self.tokenizer, req.messages, req.tools, ids)
 
     def prefix_length(self, req: GenerationRequest, ids: list[int]) -> int:
         """How many leading tokens of `ids` a later turn can find in the prefix cache (0: none)."""
@@ -270,47 +246,12 @@ class DiffusionEngine:
     def agreement(self, request: GenerationRequest, answer_ids: list[int]) -> int:
         """How many leading tokens of `answer_ids` (e.g. a block answer) the model's greedy AR choice
         would accept: one encoder pass over prompt + answer, as verified mode's commit pass does."""
-        import torch
-
-        from engines.batch import SequenceBatch
-
-        prompt = self.prompt_ids(request)
-        if not answer_ids:
-            return 0
-        batch = SequenceBatch(self.model, 1, self.model.device)
-        with torch.inference_mode():
-            logits = batch.encode(torch.tensor([prompt + answer_ids], device=self.model.device), logits="all")  # (1, L, V)
-        choice = logits[0, len(prompt) - 1 : -1].argmax(-1)  # AR choice for every answer position
-        agree = (choice == torch.tensor(answer_ids, device=choice.device)).long().cumprod(-1)
-        return int(agree.sum())
+        return agreement(self.model, self.prompt_ids(request), answer_ids)
 
     def logprobs(self, request: GenerationRequest, answer_ids: list[int], top: int) -> list[dict]:
         """Each answer token's log-probability under the model's AR distribution (before
-        temperature and grammar), with the `top` most likely tokens: one encoder pass over prompt +
-        answer. In AR and verified mode every token was chosen from exactly that distribution."""
-        import torch
-
-        from engines.batch import SequenceBatch
-
-        prompt = self.prompt_ids(request)
-        if not answer_ids:
-            return []
-        batch = SequenceBatch(self.model, 1, self.model.device)
-        with torch.inference_mode():
-            logits = batch.encode(torch.tensor([prompt + answer_ids], device=self.model.device), logits="all")  # (1, L, V)
-        logp = torch.log_softmax(logits[0, len(prompt) - 1 : -1].float(), dim=-1)  # (A, V)
-        chosen = logp.gather(-1, torch.tensor(answer_ids, device=logp.device)[:, None])[:, 0].tolist()
-        best = logp.topk(top, dim=-1) if top else None
-
-        def entry(token_id: int, value: float) -> dict:
-            text = self.tokenizer.decode([token_id])
-            return {"token": text, "logprob": round(value, 6), "bytes": list(text.encode("utf-8"))}
-
-        out = []
-        for i, (token_id, value) in enumerate(zip(answer_ids, chosen)):
-            tops = [entry(int(t), float(v)) for v, t in zip(best.values[i], best.indices[i])] if best is not None else []
-            out.append(entry(token_id, value) | {"top_logprobs": tops})
-        return out
+        temperature and grammar), with the `top` most likely tokens (engines.scoring)."""
+        return answer_logprobs(self.model, self.tokenizer.decode, self.prompt_ids(request), answer_ids, top)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         return self.generate_batch([request])[0]

@@ -2,7 +2,7 @@
 
 Agent frameworks send the same system prompt, tool declarations and earlier turns on every call;
 each turn adds the last answer and a new message. A conversation's prefill is cut at message
-ends (`DiffusionEngine.prefix_bounds`: the chat template's rendering of the messages before a
+ends (`message_bounds`: the chat template's rendering of the messages before a
 cut must be exactly the head of the prompt's tokens; cuts at least MIN_PREFIX_TOKENS apart, by a
 rule that only looks back) and encoded chunk by chunk, each on top of the last. The cache holds
 the KV at two cuts per request, the first (a system prompt other conversations share) and the
@@ -27,7 +27,7 @@ import torch
 
 from engines.defaults import MIN_PREFIX_TOKENS, PREFIX_CACHE_TOKENS
 
-__all__ = ["DEFAULT_CACHE_TOKENS", "MIN_PREFIX_TOKENS", "Prefix", "PrefixCache"]
+__all__ = ["DEFAULT_CACHE_TOKENS", "MIN_PREFIX_TOKENS", "Prefix", "PrefixCache", "message_bounds"]
 DEFAULT_CACHE_TOKENS = PREFIX_CACHE_TOKENS  # prefix tokens kept per engine
 
 
@@ -105,3 +105,35 @@ class PrefixCache:
             return {"entries": len(self._entries), "tokens": self.tokens, "max_tokens": self.max_tokens,
                     "hits": self.hits, "misses": self.misses, "reused_tokens": self.reused_tokens,
                     "looked_up_tokens": self.looked_up_tokens}
+
+
+def message_bounds(tokenizer, messages: list[dict], tools: list | None, ids: list[int]) -> tuple[int, ...]:
+    """Where a conversation's prompt `ids` (`messages` rendered by the chat template) is cut for its
+    prefill: token offsets at message ends, the first one at least MIN_PREFIX_TOKENS in and each
+    further one at least MIN_PREFIX_TOKENS after the last kept (a rule that only looks back, so every
+    request that shares a head cuts it the same way), the last one before the final message; ()
+    when there is no such head. A cut is kept only where the template renders the messages before
+    it as exactly the head of the prompt and a special token follows (no merge across it)."""
+    if len(messages) < 2 or len(ids) <= MIN_PREFIX_TOKENS:
+        return ()
+    try:
+        full = tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True, tokenize=False)
+        encoded = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+    except Exception:
+        return ()
+    if encoded["input_ids"] != ids:
+        return ()
+    token_at_char = {end: i + 1 for i, (_, end) in enumerate(encoded["offset_mapping"])}  # char offset -> tokens up to it
+    special = set(tokenizer.all_special_ids)
+    bounds: list[int] = []
+    for count in range(1, len(messages)):
+        try:  # a template may refuse a conversation cut before its last message
+            head = tokenizer.apply_chat_template(messages[:count], tools=tools or None, add_generation_prompt=False, tokenize=False)
+        except Exception:
+            continue
+        n = token_at_char.get(len(head))
+        if n is None or not full.startswith(head) or n >= len(ids) or ids[n] not in special:
+            continue
+        if n - (bounds[-1] if bounds else 0) >= MIN_PREFIX_TOKENS:
+            bounds.append(n)
+    return tuple(bounds)

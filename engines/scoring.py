@@ -1,0 +1,53 @@
+"""A given answer scored under the model's AR distribution: one encoder pass over prompt + answer.
+
+- `agreement`: how many leading answer tokens the model's greedy AR choice would accept, as
+  verified mode's commit pass does (shadow verification of block answers).
+- `answer_logprobs`: each answer token's log-probability before temperature and grammar, with the
+  most likely alternatives, in OpenAI's `logprobs.content` shape. In AR and verified mode every
+  token was chosen from exactly that distribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from engines.batch import SequenceBatch
+
+
+def answer_logits(model, prompt_ids: list[int], answer_ids: list[int]) -> torch.Tensor:
+    """The AR logits for every answer position (A, V): one causal encoder pass over prompt + answer."""
+    batch = SequenceBatch(model, 1, model.device)
+    with torch.inference_mode():
+        logits = batch.encode(torch.tensor([prompt_ids + answer_ids], device=model.device), logits="all")  # (1, L, V)
+    return logits[0, len(prompt_ids) - 1 : -1]  # the logits before each answer token
+
+
+def agreement(model, prompt_ids: list[int], answer_ids: list[int]) -> int:
+    """How many leading tokens of `answer_ids` the greedy AR choice accepts (0 for no answer)."""
+    if not answer_ids:
+        return 0
+    choice = answer_logits(model, prompt_ids, answer_ids).argmax(-1)  # (A,) AR choice at every answer position
+    agree = (choice == torch.tensor(answer_ids, device=choice.device)).long().cumprod(-1)  # 1 up to the first miss
+    return int(agree.sum())
+
+
+def answer_logprobs(model, decode: Callable[[list[int]], str], prompt_ids: list[int], answer_ids: list[int], top: int) -> list[dict]:
+    """Per answer token: its text, log-probability and bytes, with the `top` most likely tokens
+    (`top_logprobs`, [] for top=0). `decode` turns token ids into text."""
+    if not answer_ids:
+        return []
+    logp = torch.log_softmax(answer_logits(model, prompt_ids, answer_ids).float(), dim=-1)  # (A, V)
+    chosen = logp.gather(-1, torch.tensor(answer_ids, device=logp.device)[:, None])[:, 0].tolist()
+    best = logp.topk(top, dim=-1) if top else None
+
+    def entry(token_id: int, value: float) -> dict:
+        text = decode([token_id])
+        return {"token": text, "logprob": round(value, 6), "bytes": list(text.encode("utf-8"))}
+
+    out = []
+    for i, (token_id, value) in enumerate(zip(answer_ids, chosen)):
+        tops = [entry(int(t), float(v)) for v, t in zip(best.values[i], best.indices[i])] if best is not None else []
+        out.append(entry(token_id, value) | {"top_logprobs": tops})
+    return out
