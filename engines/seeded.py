@@ -28,7 +28,8 @@ import torch
 
 from engines.prefill import prefill
 from engines.rows import Row
-from engines.skeleton import MAX_CAPACITY, CanvasLayout, Fixed, SlotSpan
+from engines.skeleton import MAX_CAPACITY, Fixed
+from engines.skeleton_canvas import CanvasLayout, SlotSpan
 from engines.slot_ar import finish_slots, start_answer
 from engines.slot_denoise import denoise_seeded
 from engines.slot_schedule import OpenSlot

@@ -2,10 +2,10 @@
 
 A JSON schema (or a tool call) fixes most of its answer: braces, keys, quotes, separators, the tool
 name. `template_for_schema` writes that answer as a `Template`: `Fixed` text and typed `Slot`s for
-the values. `CanvasLayout.build` turns a template into one canvas: the skeleton's tokens at fixed
-positions and `capacity` positions per slot. Block mode denoises only the slot positions; a slot
-writes its value and then fills the rest with the filler token (EOS, the token the model already
-writes after an answer). Reading a slot back takes its tokens up to the first filler.
+the values. `engines.skeleton_canvas.CanvasLayout` lays a template out on one canvas: the skeleton's
+tokens at fixed positions and `capacity` positions per slot. Block mode denoises only the slot
+positions; a slot writes its value and then fills the rest with the filler token (EOS, the token the
+model already writes after an answer). Reading a slot back takes its tokens up to the first filler.
 
 Slot capacity comes from the schema: an enum's longest choice, `maxLength`, a string's `format`
 (a date is 10 digits and dashes), or a per-type default. A value that fills its whole slot may have
@@ -22,7 +22,7 @@ is satisfied by an answer with its optional fields present). Text with no fixed 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 # How a JSON schema reaches the model: a system turn the gateway adds to a json_schema request
@@ -214,125 +214,3 @@ def slot_values(template: Template, obj) -> dict[str, str]:
         else:
             out[slot.path] = text
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# The template on a canvas
-
-
-@dataclass
-class SlotSpan:
-    slot: Slot
-    start: int  # first canvas position of the slot
-    capacity: int  # positions it has (an enum: its longest choice's tokens + 1)
-    choices: list[list[int]] = field(default_factory=list)  # enum: token ids of each choice
-    known: bool = False  # its tokens were laid out given (a value an earlier canvas committed): fixed, not denoised
-
-    @property
-    def end(self) -> int:
-        return self.start + self.capacity
-
-
-@dataclass
-class CanvasLayout:
-    """A template on token positions: `tokens` holds the skeleton's ids (filler at slot positions)."""
-
-    tokens: list[int]  # (C,) skeleton ids; filler in the slots and after the answer
-    fixed: list[bool]  # (C,) True where the skeleton fixes the token
-    spans: list[SlotSpan]
-    filler: int  # the token a slot writes after its value (EOS)
-    length: int  # positions the answer takes, its final EOS included; tokens[length:] is padding
-
-    @classmethod
-    def build(cls, template: Template, encode, filler: int, widen: dict[str, int] | None = None,
-              size: int | None = None, known: dict[str, list[int]] | None = None) -> "CanvasLayout":
-        """Lay `template` out with `encode` (text -> token ids); `widen` gives some slots (by path) a
-        larger capacity; `known` gives some slots their tokens (value and filler, as an earlier canvas
-        committed them), laid out fixed; the canvas is padded with fixed filler to `size` when given."""
-        widen, known = widen or {}, known or {}
-        tokens: list[int] = []
-        fixed: list[bool] = []
-        spans: list[SlotSpan] = []
-        for part in template:
-            if isinstance(part, Fixed):
-                ids = encode(part.text)
-                tokens += ids
-                fixed += [True] * len(ids)
-                continue
-            choices = [encode(c) for c in part.choices]
-            if part.path in known:
-                given = known[part.path]
-                spans.append(SlotSpan(part, len(tokens), len(given), choices, known=True))
-                tokens += given
-                fixed += [True] * len(given)
-                continue
-            capacity = max(map(len, choices)) + 1 if choices else part.capacity
-            capacity = max(capacity, widen.get(part.path, 0))
-            spans.append(SlotSpan(part, len(tokens), capacity, choices))
-            tokens += [filler] * capacity
-            fixed += [False] * capacity
-        tokens.append(filler)  # the end of the answer
-        fixed.append(True)
-        length = len(tokens)
-        if size is not None and size > length:
-            tokens += [filler] * (size - length)
-            fixed += [True] * (size - length)
-        return cls(tokens, fixed, spans, filler, length)
-
-    def read(self, canvas: list[int]) -> tuple[list[int], list[str]]:
-        """The answer's token ids from a denoised canvas (each slot up to its first filler, the
-        skeleton as laid out), and the paths of slots whose value filled the whole slot."""
-        pieces = self.pieces(canvas)
-        overflowed = [span.slot.path for span, _, full in pieces if span is not None and full]
-        return [t for _, ids, _ in pieces for t in ids], overflowed
-
-    def pieces(self, canvas: list[int]) -> list[tuple[SlotSpan | None, list[int], bool]]:
-        """The answer from a denoised canvas piece by piece, in order: (None, skeleton tokens, False)
-        for fixed text and (span, value tokens, overflowed) for a slot: its tokens up to its first
-        filler; overflowed when the value filled the whole slot (it may have been cut; not enums)."""
-        out: list[tuple[SlotSpan | None, list[int], bool]] = []
-        at = 0
-        for span in self.spans:
-            if span.start > at:
-                out.append((None, self.tokens[at : span.start], False))
-            value = canvas[span.start : span.end]
-            full = self.filler not in value
-            if not full:
-                value = value[: value.index(self.filler)]
-            out.append((span, value, full and span.slot.kind != "enum"))
-            at = span.end
-        if self.length - 1 > at:
-            out.append((None, self.tokens[at : self.length - 1], False))  # the rest of the skeleton, without the final EOS
-        return out
-
-    def target(self, values: dict[str, str], encode) -> list[int] | None:
-        """The canvas a model should denoise to: each slot's value tokens (`values` by slot path,
-        as `slot_values` writes them), then filler. None when a value does not fit its slot."""
-        out = list(self.tokens)
-        for span in self.spans:
-            ids = encode(values[span.slot.path])
-            if len(ids) >= span.capacity and span.slot.kind != "enum":
-                return None  # serving would see it overflow and widen the slot
-            out[span.start : span.start + len(ids)] = ids
-        return out
-
-
-def layout_for_answer(template: Template, obj, encode, filler: int, size: int | None = None) -> tuple[CanvasLayout, list[int]] | None:
-    """(layout, clean canvas) for an answer `obj` under `template`, its slots as wide as serving would
-    make them on the attempt that fits (doubled from the schema's capacity), or None if it cannot fit."""
-    values = slot_values(template, obj)
-    widen: dict[str, int] = {}
-    for slot in slots(template):
-        if slot.kind in ("string", "integer", "number", "json"):
-            n, capacity = len(encode(values[slot.path])), slot.capacity
-            while n >= capacity and capacity < MAX_CAPACITY:
-                capacity = min(MAX_CAPACITY, 2 * capacity)
-            if n >= capacity:
-                return None
-            if capacity != slot.capacity:
-                widen[slot.path] = capacity
-    layout = CanvasLayout.build(template, encode, filler, widen, size)
-    if size is not None and layout.length > size:
-        return None
-    canvas = layout.target(values, encode)
-    return None if canvas is None else (layout, canvas)

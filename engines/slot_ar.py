@@ -24,7 +24,7 @@ import torch
 from engines.ar import choose
 from engines.prefill import prefill
 from engines.rows import Row
-from engines.skeleton import SlotSpan
+from engines.skeleton_canvas import SlotSpan
 
 Piece = tuple[SlotSpan | None, list[int], bool]  # (slot or None for skeleton text, tokens, cut: the value filled its widest slot)
 

@@ -21,7 +21,7 @@ import torch
 
 from engines.logits import sample_tokens, self_conditioning_embeddings, token_entropy
 from engines.sampling import RowSeededEntropyBoundSampler, active_rows, schedule_temperature
-from engines.skeleton import CanvasLayout
+from engines.skeleton_canvas import CanvasLayout
 from engines.slot_schedule import SlotSchedule, value_uncertainty
 
 Relayout = Callable[[int, dict[str, list[int]]], CanvasLayout]  # (row, known slot values) -> its layout, same size

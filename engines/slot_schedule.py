@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engines.skeleton import SlotSpan
+from engines.skeleton_canvas import SlotSpan
 
 STEPS_PER_SLOT_TOKEN = 0.125  # denoising steps per slot position: a 12-token string slot gets 2 (docs/benchmarks.md)
 

@@ -249,7 +249,8 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
 def skeleton_canvas(tokenizer, item: TaskItem, size: int) -> tuple[list[int], list[bool]] | None:
     """(clean canvas, fixed mask) of a structured item laid out as serving seeds it, or None when
     its answer does not fit `size` (the row then trains on the plain canvas)."""
-    from engines.skeleton import layout_for_answer, template_for_schema, template_for_tool_choice
+    from engines.skeleton import template_for_schema, template_for_tool_choice
+    from engines.skeleton_canvas import layout_for_answer
 
     if "tool" in item.meta:  # as the gateway seeds a required call: one tool's whole call, or the name among several
         template = template_for_tool_choice([(t["name"], t["parameters"]) for t in item.tools])

@@ -11,7 +11,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engines.skeleton import CanvasLayout, Fixed, Slot, fill, layout_for_answer, slot_values, template_for_schema, template_for_tool_call
+from engines.skeleton import Fixed, Slot, fill, slot_values, template_for_schema, template_for_tool_call
+from engines.skeleton_canvas import CanvasLayout, layout_for_answer
 from engines.slot_schedule import step_budget
 from engines.types import GenerationRequest
 from tests.engines.test_constrained import ASK, schema_spec, schemas, tools_spec

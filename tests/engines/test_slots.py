@@ -8,7 +8,8 @@ import json
 import jsonschema
 import pytest
 
-from engines.skeleton import CanvasLayout, template_for_schema
+from engines.skeleton import template_for_schema
+from engines.skeleton_canvas import CanvasLayout
 from engines.slot_ar import value_end
 from engines.slot_schedule import OpenSlot, SlotSchedule, step_budget
 from engines.types import GenerationRequest

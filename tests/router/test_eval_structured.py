@@ -44,7 +44,7 @@ def test_a_label_is_one_enum_slot_filled_in_its_step_budget(shipped):
     checkpoint fills 30 of the first 100 label fields right in seeded block mode, where picking at
     random among each item's choices gets 0.31, and docs/model.md's 0.40 / 0.15 were on 5 items; a
     floor at chance level cannot fail on a broken model: see the next test.)"""
-    from engines.skeleton import CanvasLayout
+    from engines.skeleton_canvas import CanvasLayout
     from engines.slot_schedule import step_budget
 
     (label,) = evaluate(shipped, 5, families=("label",), modes=("block+skeleton",), batch=1)
