@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from engines.prefill import prefill
+from engines.prefill import prefill, prefill_joining
 from engines.canvas import context_length
 from engines.lookup import ar_pass
 from engines.rows import Admit, Row, retire
@@ -67,10 +67,8 @@ def ar_steps(model, rows: list[Row], pad_id: int, admit: Admit | None = None, ma
             yield
         else:
             live = []
-        joining = admit(max_batch - len(live)) if admit else []
+        joining, new_batch, new_logits = yield from prefill_joining(model, admit, max_batch - len(live), pad_id, logits="last")
         if joining:
-            new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
-            yield
             if live:
                 batch.merge(new_batch)
                 logits, live = torch.cat([logits, new_logits]), live + joining

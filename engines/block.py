@@ -33,7 +33,7 @@ import torch
 from engines.batch import SequenceBatch
 from engines.canvas import BlockParams, StopFlags, context_length
 from engines.compiled import step_function
-from engines.prefill import prefill
+from engines.prefill import prefill, prefill_joining
 from engines.rows import Admit, Row, retire
 from engines.sampling import RowSeededEntropyBoundSampler, schedule_temperature
 from engines.stepping import Steps, drain
@@ -170,10 +170,8 @@ def block_steps(model, rows: list[Row], params: BlockParams, pad_id: int, admit:
             for row in live:
                 row.stats.encoder_calls += 1
             yield
-        joining = admit(max_batch - len(keep)) if admit else []
+        joining, new_batch, _ = yield from prefill_joining(model, admit, max_batch - len(keep), pad_id, logits="none")
         if joining:
-            new_batch, _ = prefill(model, joining, pad_id, logits="none")
-            yield
             if keep:
                 batch.merge(new_batch)
                 live += joining
