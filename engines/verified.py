@@ -19,24 +19,24 @@ from the credit its rounds earned, priced in AR steps by `engines.drafting.Draft
 with no credit, or whose next token AR is unsure of (`predict`), writes by plain AR steps inside
 the same request.
 
-Rows that draft and rows that write by AR steps decode as two batches (`Rows`): after a draft
-round every row takes STEP_SHARE times its cost in AR steps together, so the rows that do not draft
-keep most of AR's speed; a row moves between them when its plan changes. A row whose next draft would
-run past the context drafts only what fits, or goes on by AR steps: no position past the context
-is ever used, and prompt + `max_new_tokens` up to the context fit, as in AR.
+Rows that draft and rows that write by AR steps decode as two batches (`Rows`; `regroup` moves a
+row between them when its plan changes: engines.verified_batches): after a draft round every row
+takes STEP_SHARE times its cost in AR steps together, so the rows that do not draft keep most of
+AR's speed. A row whose next draft would run past the context drafts only what fits, or goes on by
+AR steps: no position past the context is ever used, and prompt + `max_new_tokens` up to the
+context fit, as in AR.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
 
 import torch
 
 from engines.ar import ar_steps, next_tokens
 from engines.choices import ar_choices
 from engines.batch import SequenceBatch
-from engines.prefill import prefill
+from engines.prefill import prefill, prefill_joining
 from engines.block import denoise_canvas
 from engines.canvas import BlockParams, context_length
 from engines.draft_tokens import answer_span, draft_end, draft_rest
@@ -44,6 +44,7 @@ from engines.drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftC
 from engines.logits import token_entropy
 from engines.lookup import ar_pass, encode_checked
 from engines.rows import Admit, Row, retire
+from engines.verified_batches import Rows, regroup
 from engines.stepping import Steps, drain
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
@@ -70,38 +71,6 @@ def draft_canvas(batch: SequenceBatch, rows: list[Row], params: BlockParams) -> 
     """The drafter: block mode's denoiser, greedy, dropping drafts that start unsure.
     Returns (draft (B, C), steps (B,), abandoned (B,))."""
     return denoise_canvas(batch, [r.draft.noise for r in rows], params, greedy=True, abandon_above=ABANDON_ENTROPY)
-
-
-@dataclass
-class Rows:
-    """Rows that decode together: they draft and verify together, or take AR steps together."""
-
-    batch: SequenceBatch  # their KV cache: prompt + output so far
-    live: list[Row]  # the rows still decoding, in batch order
-    predicted: torch.Tensor  # (B,) the AR choice for each row's next position
-    lookup: bool = True  # AR steps check prompt-lookup guesses (engines.lookup)
-
-    def take(self, indices: list[int]) -> "Rows":
-        """Move the rows at `indices` out into a batch of their own (all of them: this batch's
-        cache goes with them, and this one is left empty; an empty `Rows` never uses its batch)."""
-        if len(indices) == len(self.live):
-            taken = Rows(self.batch, self.live, self.predicted, self.lookup)
-            self.live, self.predicted = [], self.predicted[:0]
-            return taken
-        index = torch.tensor(indices, dtype=torch.long, device=self.batch.mask.device)
-        taken = Rows(self.batch.copy_rows(indices), [self.live[j] for j in indices], self.predicted[index], self.lookup)
-        stay = [j for j in range(len(self.live)) if j not in set(indices)]
-        self.batch.select(torch.tensor(stay, dtype=torch.long, device=self.batch.mask.device))
-        self.live, self.predicted = [self.live[j] for j in stay], self.predicted[stay]
-        return taken
-
-    def join(self, other: "Rows") -> None:
-        """Add `other`'s rows (and their cache) to this batch."""
-        if not self.live:
-            self.batch, self.live, self.predicted = other.batch, list(other.live), other.predicted
-            return
-        self.batch.merge(other.batch)
-        self.live, self.predicted = self.live + other.live, torch.cat([self.predicted, other.predicted])
 
 
 def verify_round(rows: Rows, params: BlockParams, seeder=None, costs: DraftCosts | None = None) -> float:
@@ -229,44 +198,6 @@ def ar_step(rows: Rows) -> None:
     rows.predicted = predict(rows.live, logits)
 
 
-def regroup(drafting: Rows, stepping: Rows, params: BlockParams, costs: DraftCosts, context: int) -> BlockParams | None:
-    """Move each row to the batch its plan asks for; returns the drafting batch's round settings
-    (its largest planned canvas and step budget), or None when no row drafts now."""
-    # Drafts are priced at the size of everything running: the drafting and the stepping batch take
-    # turns on one machine, so while a draft runs every row waits (what a batch of AR steps does not).
-    running = len(drafting.live) + len(stepping.live)
-
-    def plans(rows: Rows, grant: bool = True) -> list[tuple[int, int]]:
-        return [r.draft.plan(costs, running, params.steps, context - len(r.prompt_ids) - len(r.output), grant) for r in rows.live]
-
-    # First drafts are granted (drafted on no credit) only where no row of the batch would be left
-    # waiting through the round: a granted round stops every row that does not draft, and what one
-    # short answer's draft saves does not pay the others' wait (a chunk of 16-token code answers and
-    # hand-written prompts took 1.30x AR at batch 8). Rows still draft on credit they earned.
-    grant = all(canvas > 0 for canvas, _ in plans(drafting) + plans(stepping))
-
-    to_ar = [j for j, (canvas, _) in enumerate(plans(drafting, grant)) if canvas == 0]
-    to_draft = [j for j, (canvas, _) in enumerate(plans(stepping, grant)) if canvas > 0]
-    moving = stepping.take(to_draft) if to_draft else None
-    if to_ar:
-        stepping.join(drafting.take(to_ar))
-    if moving:
-        drafting.join(moving)
-    if not drafting.live:
-        return None
-    # The round drafts the largest planned canvas: rows without room for it take AR steps this round.
-    wanted = plans(drafting, grant)
-    canvas = max(c for c, _ in wanted)
-    room = [context - len(r.prompt_ids) - len(r.output) for r in drafting.live]
-    out = [j for j, ((c, _), left) in enumerate(zip(wanted, room)) if c == 0 or left < canvas]
-    if out:
-        stepping.join(drafting.take(out))
-        wanted = [w for j, w in enumerate(wanted) if j not in set(out)]
-    if canvas == 0 or not drafting.live:
-        return None
-    return replace(params, canvas=canvas, steps=max(s for c, s in wanted if c == canvas))
-
-
 def decode_verified(
     model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
     costs: DraftCosts | None = None, sure_entropy: float | None = None, lookup: bool = True,
@@ -326,10 +257,8 @@ def verified_steps(
             ar_step(stepping)
             yield
         running = len(drafting.live) + len(stepping.live)
-        joining = admit(max_batch - running) if admit else []
+        joining, new_batch, new_logits = yield from prefill_joining(model, admit, max_batch - running, pad_id, logits="last")
         if joining:
-            new_batch, new_logits = prefill(model, joining, pad_id, logits="last")
-            yield
             for row in joining:
                 row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
             drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits), lookup))
