@@ -8,7 +8,7 @@ batches interleaved step by step on one copy of the weights.
   `max_batch_size`. Between steps (AR: every token; block: every denoising pass and commit;
   verified: every round or AR step; engines.stepping) a running batch admits compatible newcomers
   into free slots at its own loop's joining points; finished rows leave at once.
-- Fairness between modes (`pick`): the worker steps the running batch that has used the least
+- Fairness between modes (`pick`, engines.running_batch): the worker steps the running batch that has used the least
   decode time since it started, one step at a time; a batch starts at the least time of those
   running, so it neither jumps ahead of them nor waits for them to catch up. Modes with work share
   the decode thread's time equally, whatever their steps cost: between two steps of a batch whose
@@ -27,13 +27,14 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
 from engines.errors import EngineOverloadedError, EngineUnavailableError
 from engines.rows import Row
+from engines.running_batch import Batch, pick
 from engines.types import EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.scheduler")
@@ -273,28 +274,9 @@ class Scheduler:
             return False
 
 
-@dataclass
-class Batch:
-    """One mode's running batch: its decode loop and what the fairness rule counts."""
-
-    key: tuple  # (mode, denoising settings): the requests it admits
-    rows: list[Row]  # its rows that may still be decoding (refreshed between steps)
-    steps: Generator[None, None, None] | None = None  # its decode loop (engines.stepping); None: it failed to start
-    used_s: float = 0.0  # decode time its steps took, from the least of the running batches' when it started
-    failure: BaseException | None = None  # why its loop could not start
-
-    def running(self) -> int:
-        return sum(1 for r in self.rows if r.finish_reason is None and r.error is None)
-
-
 def replays_cuda_graphs(engine) -> bool:
     """Whether the engine's compiled calls replay CUDA graphs (engines.compiled: reduce-overhead on CUDA)."""
     return bool(getattr(engine, "compiled", False)) and engine.model.device.type == "cuda"
-
-
-def pick(batches: list[Batch]) -> Batch:
-    """The fairness rule: the batch that has used the least decode time steps next (ties: the one started first)."""
-    return min(batches, key=lambda b: b.used_s)
 
 
 def _settle(future: asyncio.Future, row: Row) -> None:

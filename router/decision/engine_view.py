@@ -38,7 +38,7 @@ class EngineView:
     idle: bool = True
     seen: frozenset[str] = frozenset()
     # An engine that serves canvas modes and AR at once (the shared layout): its scheduler gives the
-    # modes with work equal turns at one decode thread, a step at a time (engines.scheduler.pick), so
+    # modes with work equal turns at one decode thread, a step at a time (engines.running_batch.pick), so
     # a request there waits for the other kind's steps too (`router.decision.pricing.turns_ms`).
     # Empty on an engine of one kind of work (the split layout), whose prices stay as they were.
     by_mode: dict[str, int] = field(default_factory=dict)  # mode -> its requests there now, waiting or decoding

@@ -79,7 +79,7 @@ def turns_ms(mode: str, own_ms: float, engine: EngineView) -> float:
     """Milliseconds a shared replica's decode thread spends on the other kind of work (canvases for
     an AR request, AR tokens for a canvas one) while a `mode` request's own work (`own_ms`) is done
     there; 0 on an engine of one kind (the split layout). The scheduler's fairness rule
-    (engines.scheduler.pick): the modes with work get equal decode time, a step at a time, so between
+    (engines.running_batch.pick): the modes with work get equal decode time, a step at a time, so between
     two steps of a batch each other mode runs at most as long plus one step of its own. Each other
     mode with requests there so takes `own_ms` plus one of its steps (measured there lately), and
     together at most their work ahead: the canvas backlog for AR, AR's work for a canvas (unknown to
