@@ -39,14 +39,23 @@ def unit_draw(request_id: str) -> float:
     return int.from_bytes(hashlib.blake2b(request_id.encode(), digest_size=8).digest(), "big") / 2.0**64
 
 
+class OwnCost:
+    """A cost profile a Router holds itself, where no routing view fetches one for it."""
+
+    cost = None  # an engines.cost.CostProfile once set
+
+
 class Router:
     """Routes requests with a learned model and a policy store.
 
     `model`: a `router.decision.classifier.RouterModel` (default: the shipped router/decision/models/default.skops).
     `store`: a `policies.PolicyStore`, a `Policy` (held in memory), or None for
-    `policies.load_store(policy_source)` ($TANDEM_POLICY_SOURCE or policies/default.yaml)."""
+    `policies.load_store(policy_source)` ($TANDEM_POLICY_SOURCE or policies/default.yaml).
+    `costs`: what holds the engines' cost profile the router prices modes with (its `cost`): the
+    gateway's `router.decision.routing_view.RoutingView`, which fetches it from the engines; None:
+    the router holds its own (`OwnCost`: none until one is set, as the lab's tools and tests do)."""
 
-    def __init__(self, model=None, store=None, *, model_path=None, policy_source: str | None = None, **store_kwargs):
+    def __init__(self, model=None, store=None, *, model_path=None, policy_source: str | None = None, costs=None, **store_kwargs):
         from policies.schema import Policy
         from policies.stores import MemoryStore, load_store
 
@@ -60,7 +69,17 @@ class Router:
         elif isinstance(store, Policy):
             store = MemoryStore(store)
         self.store = store
-        self.cost = None  # a engines.cost.CostProfile, set by the gateway when the checkpoint ships one
+        self.costs = costs if costs is not None else OwnCost()
+
+    @property
+    def cost(self):
+        """The engines' cost profile (`engines.cost.CostProfile`; None: the checkpoint ships none, or it
+        has not been fetched yet), read from `costs` at every decision. Setting it sets the holder's."""
+        return self.costs.cost
+
+    @cost.setter
+    def cost(self, profile) -> None:
+        self.costs.cost = profile
 
     @property
     def policy(self):

@@ -108,6 +108,18 @@ class EngineHealth:
         self.replicas[engine] = [r for r in self.replicas[engine] if alive.get(r, True)]
         return not self.replicas[engine]
 
+    async def replicas_gone(self, engine: str, timeout_s: float) -> bool:
+        """Whether every replica of `engine` that answered a probe before is gone from Ray (`gone`);
+        False when none answered before, or Ray cannot say within `timeout_s`."""
+        known = list(self.replicas[engine])
+        if not known:
+            return False
+        try:
+            alive = await asyncio.wait_for(asyncio.to_thread(replicas_alive, known), timeout=timeout_s)
+        except Exception:
+            return False
+        return self.gone(engine, alive)
+
     def died(self, engine: str) -> None:
         """An actor-death error from a call to `engine`: probe it now (unless it is down already: a
         gone deployment fails every probe at once, and waking on each would poll it in a busy loop)."""

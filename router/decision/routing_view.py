@@ -1,10 +1,10 @@
 """What routing knows of the engines, kept by the gateway: `RoutingView`.
 
-It polls each engine's load every half second (off the request path; each poll is also the
-engine's health probe, `router.decision.engine_health`), counts the requests this
-gateway has sent since (a burst routed inside one poll interval would otherwise all see the same
-idle engine), prices the block engine's work ahead (`Backlog`) and learns from what comes back
-(the learners are in `router.decision.live_costs`):
+It fetches the engines' cost profile (`cost`: the Router prices modes by it, `Router(costs=view)`),
+polls each engine's load every half second (off the request path; each poll is also the engine's
+health probe, `router.decision.engine_health`), counts the requests this gateway has sent since (a
+burst routed inside one poll interval would otherwise all see the same idle engine), prices the
+block engine's work ahead (`Backlog`) and learns from what comes back (`router.decision.live_costs`):
 - the share of verified's tokens its drafts really wrote, per task and agreement (`DraftShare`, by
   `DraftKey`): the profile prices verified from the task suite's acceptance, today's prompts of a
   task may draft far less;
@@ -30,7 +30,7 @@ from engines.cost import CostProfile
 from engines.prompt_bounds import PromptLimit
 from engines.types import ENGINE_OF_MODE, DecodeStats, EngineLoad, GenerationRequest
 from router.decision.engine_client import EngineClient
-from router.decision.engine_health import EngineHealth, replica_died, replicas_alive
+from router.decision.engine_health import EngineHealth, replica_died
 from router.decision.engine_view import Engine, EngineView, Ticket, prefix_reuse, step_ms
 from router.decision.features import PromptSize
 from router.decision.layouts import SPLIT, EngineViews, Layout
@@ -51,17 +51,16 @@ class RoutingView:
 
     `engines` maps an engine name ("block", "ar"; "shared") to its `EngineClient`, and `layout`
     says which modes each serves (router.decision.layouts); `telemetry` (optional) gets each poll's
-    queue ratios as the queue-depth gauge; `on_cost` (optional) gets the cost profile."""
+    queue ratios as the queue-depth gauge."""
 
-    def __init__(self, engines: dict[Engine, EngineClient], telemetry=None, on_cost=None, poll_interval_s: float = POLL_INTERVAL_S,
+    def __init__(self, engines: dict[Engine, EngineClient], telemetry=None, poll_interval_s: float = POLL_INTERVAL_S,
                  probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S, layout: Layout = SPLIT):
         self.engines = engines
         self.layout = layout
         self.poll_interval_s, self.probe_timeout_s, self.facts_timeout_s = poll_interval_s, probe_timeout_s, facts_timeout_s
         self.health = EngineHealth(engines)
         self.telemetry = telemetry
-        self.on_cost = on_cost  # called with the cost profile once it arrives (the gateway hands it to its router)
-        self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll
+        self.cost: CostProfile | None = None  # the checkpoint's cost profile, fetched with the first poll (the Router prices by it)
         self.canvas_limit: int | None = None  # the checkpoint's canvas_length
         self.prompt_limit: PromptLimit | None = None  # its context and tokens' longest spelling: the gateway's cheap length check
         self._polled: dict[Engine, EngineLoad | None] = {}  # last poll; None: did not answer
@@ -130,8 +129,6 @@ class RoutingView:
         canvas and prompt limits. Returns whether both answered."""
         try:
             self.cost = await asyncio.wait_for(self.engines[self.layout.engine("block")].cost_profile(), timeout=self.facts_timeout_s)
-            if self.cost is not None and self.on_cost is not None:
-                self.on_cost(self.cost)
             if self.cost is None:
                 log.warning("the engines have no cost profile: cost-aware routing stays off")
         except Exception:
@@ -159,20 +156,9 @@ class RoutingView:
             self.health.probed(name, ok=True)
         except Exception as exc:
             self._polled[name] = None
-            if replica_died(exc) or await self._replicas_gone(name):
+            if replica_died(exc) or await self.health.replicas_gone(name, self.probe_timeout_s):
                 self.health.died(name)
             self.health.probed(name, ok=False)
-
-    async def _replicas_gone(self, name: Engine) -> bool:
-        """Whether every replica of `name` that answered a probe before is gone from Ray (False when Ray cannot say in time)."""
-        known = list(self.health.replicas[name])
-        if not known:
-            return False
-        try:
-            alive = await asyncio.wait_for(asyncio.to_thread(replicas_alive, known), timeout=self.probe_timeout_s)
-        except Exception:
-            return False
-        return self.health.gone(name, alive)
 
     # ---- the view -----------------------------------------------------------------------------------
 

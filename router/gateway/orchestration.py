@@ -82,7 +82,6 @@ class Gateway:
         self.engines = {name: engine_client(e) for name, e in engines.items()}  # router.decision.engine_client.EngineClient
         source = policy_source or os.environ.get("TANDEM_POLICY_SOURCE")
         store_kwargs = {"prefix": key_prefix} if source and store_kind(source) == "redis" else {}
-        self.router = Router(model_path=router_model, policy_source=source, **store_kwargs)
         self.redis = None
         redis_url = redis_url or (source if source and store_kind(source) == "redis" else None)  # the log follows the policy store
         if redis_url:
@@ -97,9 +96,10 @@ class Gateway:
         self.telemetry = Telemetry(telemetry)
         self.stats = GatewayStats()
         self.feed = DecisionFeed()  # the console's live view of decisions and outcomes
+        self.view = RoutingView(self.engines, self.telemetry, poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s,
+                                layout=self.layout)
         # the router prices modes (cost-aware routing) with the profile the view fetches from the engines
-        self.view = RoutingView(self.engines, self.telemetry, on_cost=lambda cost: setattr(self.router, "cost", cost),
-                                poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s, layout=self.layout)
+        self.router = Router(model_path=router_model, policy_source=source, costs=self.view, **store_kwargs)
         self.timeout_s, self.client_timeouts = request_timeout_s, client_timeouts
         self.records = Records(self.stats, self.feed, self.telemetry, self.redis, self.decisions_log, self.decisions_stream,
                                shadow_engine=self.engines.get(self.layout.engine("block")), timeout_s=request_timeout_s)

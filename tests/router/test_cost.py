@@ -578,10 +578,10 @@ def test_verified_earns_back_requests_block_is_expected_to_differ_on_where_their
     assert r.draft_key(drafted) == DraftKey("summarize", False)
 
 
-def test_the_view_hands_the_engines_cost_profile_to_the_router():
+def test_the_view_hands_the_engines_cost_profile_to_the_router(model):
     """Cost-aware routing needs the profile the block engine ships: the view fetches it on its first
-    poll and hands it over (a refactor once dropped that hand-over, and cost-aware routing went
-    silently off)."""
+    poll and the router built on it (`Router(costs=view)`) prices by it (a refactor once dropped that
+    hand-over, and cost-aware routing went silently off)."""
     import asyncio
 
     from router.decision.routing_view import RoutingView
@@ -599,16 +599,17 @@ def test_the_view_hands_the_engines_cost_profile_to_the_router():
         async def load(self):
             return EngineLoad(queued=0, running=0, capacity=8, max_queue=64)
 
-    got = []
+    rv = RoutingView({"block": Engine(BY_CANVAS), "ar": Engine(None)})
+    r = Router(model=model, store=policy(load_aware={"enabled": True}), costs=rv)
+    assert r.cost is None and r.decide(req(ESSAY)).prices.cost is None  # no poll yet: nothing to price by
 
     async def run():
-        rv = RoutingView({"block": Engine(BY_CANVAS), "ar": Engine(None)}, on_cost=got.append)
         await rv.ready()
         rv._poller.cancel()
-        return rv
 
-    rv = asyncio.run(run())
-    assert got == [BY_CANVAS] and rv.cost is BY_CANVAS
+    asyncio.run(run())
+    assert rv.cost is BY_CANVAS and r.cost is BY_CANVAS
+    assert r.decide(req(ESSAY)).prices.cost is BY_CANVAS, "the router prices by the profile its view fetched"
 
 
 # Prefill priced per prompt token (tandem bench prefix --write-profile): 0.05 ms a token, both engines.

@@ -40,8 +40,6 @@ def test_a_cost_profile_that_did_not_answer_at_start_is_asked_for_again():
     async def run():
         block = Engine(cost_delays=[1.0, 0.0])  # the first answer comes after the view stopped waiting
         view = RoutingView({"block": block, "ar": Engine([0.0])}, poll_interval_s=0.01, facts_timeout_s=0.1)
-        learnt = []
-        view.on_cost = learnt.append
         view.start()
         await view.ready()
         for _ in range(500):
@@ -49,9 +47,9 @@ def test_a_cost_profile_that_did_not_answer_at_start_is_asked_for_again():
                 break
             await asyncio.sleep(0.01)
         view._poller.cancel()
-        return view, block, learnt
+        return view, block
 
-    view, block, learnt = asyncio.run(run())
+    view, block = asyncio.run(run())
     assert block.cost_profile.calls >= 2, "asked again after the first call timed out"
-    assert view.cost is not None and learnt == [view.cost], "the profile reached the router once it answered"
+    assert view.cost is not None, "the view holds the profile (the router reads it there) once it answered"
     assert view.canvas_limit == 64 and view.prompt_limit is not None
