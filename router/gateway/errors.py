@@ -1,36 +1,28 @@
 """Errors only the gateway raises: about the HTTP exchange itself (credentials, methods, sizes,
 timeouts of the client's own sending) or an answer it could not make valid. Engines never raise
 them; the statuses every layer shares (TandemError and its 400/403/404/409/429/503 kinds) stay in
-engines/errors.py, the bottom floor."""
+engines/errors.py, the bottom floor.
+
+They differ only in what the client is told, so they are one table: each row a TandemError
+subclass with its HTTP status, code and when it is raised (OpenAI's `invalid_request_error` type
+unless named)."""
 
 from __future__ import annotations
 
 from engines.errors import TandemError
 
 
-class AuthenticationError(TandemError):
-    status, type, code = 401, "authentication_error", "invalid_api_key"
+def _http_error(name: str, status: int, code: str, when: str, kind: str = "invalid_request_error") -> type[TandemError]:
+    """A TandemError subclass `name` of this module (it pickles by name, as every TandemError does);
+    `kind` is OpenAI's error type."""
+    fields = {"status": status, "type": kind, "code": code, "__doc__": when, "__module__": __name__}
+    return type(name, (TandemError,), fields)
 
 
-class MethodNotAllowedError(TandemError):
-    status, type, code = 405, "invalid_request_error", "method_not_allowed"
-
-
-class RequestTimeoutError(TandemError):
-    """The client did not send its request in time."""
-
-    status, type, code = 408, "invalid_request_error", "request_timeout"
-
-
-class PayloadTooLargeError(TandemError):
-    status, type, code = 413, "invalid_request_error", "request_too_large"
-
-
-class HeadersTooLargeError(TandemError):
-    status, type, code = 431, "invalid_request_error", "request_headers_too_large"
-
-
-class UnprocessableError(TandemError):
-    """Valid, but the model's answer could not satisfy it."""
-
-    status, type, code = 422, "invalid_request_error", "unprocessable"
+AuthenticationError = _http_error("AuthenticationError", 401, "invalid_api_key", "No or a wrong admin token.",
+                                  kind="authentication_error")
+MethodNotAllowedError = _http_error("MethodNotAllowedError", 405, "method_not_allowed", "A method the route lacks.")
+RequestTimeoutError = _http_error("RequestTimeoutError", 408, "request_timeout", "The client sent too slowly.")
+PayloadTooLargeError = _http_error("PayloadTooLargeError", 413, "request_too_large", "The body is over the limit.")
+HeadersTooLargeError = _http_error("HeadersTooLargeError", 431, "request_headers_too_large", "Headers over the limit.")
+UnprocessableError = _http_error("UnprocessableError", 422, "unprocessable", "No valid answer to a valid request.")

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictFloat, StrictInt, Tag, TypeAdapter, ValidationError,
-                      field_validator, model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictFloat, StrictInt, Tag, TypeAdapter,
+                      ValidationError, field_validator, model_validator)
 
 from engines.errors import InvalidRequestError
 from router.gateway.openai_api import ChatCompletionRequest, text_field, validation_error
@@ -46,19 +46,27 @@ def _content_text(content: str | list[dict], what: str) -> str:
     return text_field(content, what) if isinstance(content, str) else _parts_text(content, what)
 
 
+def _readable(what: str) -> AfterValidator:
+    """Checks that a content field (named `what` in errors) has text as `_content_text` reads it."""
+
+    def check(v):
+        _content_text(v, what)
+        return v
+
+    return AfterValidator(check)
+
+
+MessageContent = Annotated[str | list[dict[str, Any]], _readable("content")]  # a string or content parts
+OutputContent = Annotated[str | list[dict[str, Any]], _readable("output")]
+
+
 class InputMessage(BaseModel):
     """A message item (`type` may be omitted, as the Agents SDK does for user input)."""
 
     model_config = ConfigDict(extra="ignore")
     type: Literal["message"] = "message"
     role: Literal["user", "system", "developer", "assistant"]
-    content: str | list[dict[str, Any]]
-
-    @field_validator("content")
-    @classmethod
-    def _text(cls, v):
-        _content_text(v, "content")
-        return v
+    content: MessageContent
 
     def text(self) -> str:
         return _content_text(self.content, "content")
@@ -85,13 +93,7 @@ class FunctionCallOutputItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
     type: Literal["function_call_output"]
     call_id: str = Field(..., min_length=1, max_length=256)
-    output: str | list[dict[str, Any]]
-
-    @field_validator("output")
-    @classmethod
-    def _text(cls, v):
-        _content_text(v, "output")
-        return v
+    output: OutputContent
 
     def text(self) -> str:
         return _content_text(self.output, "output")
