@@ -60,23 +60,29 @@ def test_one_bad_request_fails_the_batch_before_any_decoding(engine):
 @pytest.fixture
 def positions_seen(monkeypatch):
     """The highest position any encoder or decoder pass used, over the calls made while it is active."""
-    import engines.batch
+    from engines.batch import SequenceBatch
+    from engines.static_batch import StaticSequenceBatch
 
     seen = []
-    encode, canvas_inputs = engines.batch.SequenceBatch.encode, engines.batch.SequenceBatch.canvas_inputs
 
-    def spy_encode(self, tokens, valid=None, logits="last"):
-        out = encode(self, tokens, valid, logits)
-        seen.append(int(self.lengths().max()) - 1)  # the last token written sits at position length - 1
-        return out
+    def spies(encode, canvas_inputs):
+        def spy_encode(self, tokens, valid=None, logits="last"):
+            out = encode(self, tokens, valid, logits)
+            seen.append(int(self.lengths().max()) - 1)  # the last token written sits at position length - 1
+            return out
 
-    def spy_canvas_inputs(self, canvas_length):
-        positions, masks = canvas_inputs(self, canvas_length)  # positions (B, C)
-        seen.append(int(positions.max()))
-        return positions, masks
+        def spy_canvas_inputs(self, canvas_length):
+            positions, masks = canvas_inputs(self, canvas_length)  # positions (B, C)
+            seen.append(int(positions.max()))
+            return positions, masks
 
-    monkeypatch.setattr(engines.batch.SequenceBatch, "encode", spy_encode)
-    monkeypatch.setattr(engines.batch.SequenceBatch, "canvas_inputs", spy_canvas_inputs)
+        return spy_encode, spy_canvas_inputs
+
+    # both batch layouts: the eager one and the slot cache's (a compiled engine's, TANDEM_TEST_COMPILE=on)
+    for cls in (SequenceBatch, StaticSequenceBatch):
+        spy_encode, spy_canvas_inputs = spies(cls.__dict__["encode"], cls.__dict__["canvas_inputs"])
+        monkeypatch.setattr(cls, "encode", spy_encode)
+        monkeypatch.setattr(cls, "canvas_inputs", spy_canvas_inputs)
     return seen
 
 

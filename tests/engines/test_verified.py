@@ -117,16 +117,20 @@ def test_a_draft_wrong_at_one_token_is_kept_past_it_in_the_same_round(engine, mo
 def test_rejected_draft_slots_are_cropped_from_the_cache(engine, monkeypatch):
     # Rejected draft tokens must leave the KV cache, or a long answer would fill it (and a
     # sliding-window layer) with canvases of garbage: the cache holds prompt + output only.
-    import engines.batch
+    from engines.batch import SequenceBatch
+    from engines.static_batch import StaticSequenceBatch
 
     seen = []
-    original = engines.batch.SequenceBatch.keep_slots
 
-    def spy(batch, length):
-        original(batch, length)
-        seen.append((batch.slots, batch.cache.get_seq_length()))
+    def spy_on(original):
+        def spy(batch, length):
+            original(batch, length)
+            seen.append((batch.slots, batch.cache.get_seq_length()))
 
-    monkeypatch.setattr(engines.batch.SequenceBatch, "keep_slots", spy)
+        return spy
+
+    for cls in (SequenceBatch, StaticSequenceBatch):  # the eager layout and a compiled engine's slot cache
+        monkeypatch.setattr(cls, "keep_slots", spy_on(cls.__dict__["keep_slots"]))
     monkeypatch.setattr(engines.verified, "draft_canvas", oracle_drafter(engine, corrupt_every=5))
     monkeypatch.setattr(engine, "draft_costs", CheapDrafts())
     result = engine.generate(chat(PROMPTS[0], mode="verified", max_new_tokens=20, canvas=8, stop_token_ids=[]))

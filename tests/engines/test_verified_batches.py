@@ -4,6 +4,7 @@ random model's real KV cache."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from engines.canvas import BlockParams, context_length
@@ -11,6 +12,14 @@ from engines.drafting import DraftControl, DraftCosts
 from engines.prefill import prefill
 from engines.verified_batches import Rows, regroup
 from tests.engines.factories import PROMPTS, chat
+
+@pytest.fixture(autouse=True)
+def no_autograd():
+    """As the decode loops run (`@torch.inference_mode()` on verified.py's, block.py's, ar.py's): the slot
+    cache's merges write into preallocated buffers, which autograd refuses."""
+    with torch.inference_mode():
+        yield
+
 
 PARAMS = BlockParams(canvas=32, steps=4, t_min=0.4, t_max=0.8, stability_threshold=1, confidence_threshold=0.005, entropy_bound=0.1)
 
