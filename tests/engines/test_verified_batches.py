@@ -13,6 +13,7 @@ from engines.prefill import prefill
 from engines.verified_batches import Rows, regroup
 from tests.engines.factories import PROMPTS, chat
 
+
 @pytest.fixture(autouse=True)
 def no_autograd():
     """As the decode loops run (`@torch.inference_mode()` on verified.py's, block.py's, ar.py's): the slot
