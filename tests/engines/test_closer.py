@@ -24,7 +24,7 @@ from engines.errors import InvalidRequestError
 from engines.skeleton import json_schema_grammar
 from engines.types import GenerationRequest
 from router.gateway.tool_calls import read_answer
-from tests.engines.test_constrained import ASK, schema_spec, tools_spec
+from tests.engines.test_constraint import ASK, schema_spec, tools_spec
 
 
 @pytest.fixture(scope="module")

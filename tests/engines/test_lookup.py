@@ -11,7 +11,7 @@ from engines.lookup import Lookup, guess_width, pass_cost
 from engines.rows import Row
 from engines.types import GenerationRequest
 from tests.engines.factories import PROMPTS, chat
-from tests.engines.test_constrained import ASK, schema_spec
+from tests.engines.test_constraint import ASK, schema_spec
 
 
 def decode(engine, monkeypatch, requests, lookup: bool):

@@ -14,7 +14,7 @@ from engines import DiffusionEngine, GenerationRequest
 from engines.slot_cache import MIN_SLOTS, SlotCache, bucket
 from engines.static_batch import StaticSequenceBatch, open_batch, use_slot_cache
 from tests.engines.factories import PROMPTS, chat
-from tests.engines.test_constrained import schema_spec
+from tests.engines.test_constraint import schema_spec
 from tests.engines.test_compiled import SYSTEM, requests, run_with_admission_and_cancel
 
 

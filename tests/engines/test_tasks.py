@@ -19,7 +19,6 @@ from lab.model.tasks import (
     score,
     split_of,
 )
-from engines.tokenizer import train_tokenizer
 
 SIGNATURE = re.compile(r"\b(\w+)\(([\w, ]*)\)")  # a listed tool in a plan prompt: name(arg, arg)
 
@@ -129,15 +128,3 @@ def test_line_and_fact_scores():
     sentences = write.answer.split(". ")
     damaged = ". ".join(sentences[:-1] + ["Something else."])
     assert 0.5 < score(write, damaged).family_score < 1.0
-
-
-def test_tokenizer_round_trips_suite_items():
-    items = generate_suite(40, "train", 0)
-    tok = train_tokenizer([t for i in items for t in (i.prompt, i.answer)], vocab_size=1024)
-    for item in generate_suite(3, "test", 0):
-        ids = tok(item.answer, add_special_tokens=False)["input_ids"]
-        assert tok.decode(ids) == item.answer
-        assert tok.pad_token_id not in ids and tok.eos_token_id not in ids
-        assert item.count_tokens(tok) == len(ids) == item.output_tokens
-    short = [i.count_tokens(tok) for i in items if not FAMILIES[i.family].long]
-    assert max(short) <= 128

@@ -223,19 +223,6 @@ def test_the_routing_view_counts_the_gateways_own_requests_in_flight():
     assert rv.view()["block"] == EngineView(queue_ratio=1.0, reachable=False)
 
 
-def test_the_block_backlog_is_a_fifo_clock_corrected_by_what_really_finished():
-    from router.decision.live_costs import Backlog
-
-    b = Backlog()
-    first = b.add(300.0, now=0.0)
-    second = b.add(200.0, now=0.0)
-    assert b.ahead_ms(0.0) == pytest.approx(500.0) and b.ahead_ms(0.1) == pytest.approx(400.0)
-    b.done(first, now=0.1)  # finished 200 ms early: the one behind it moves up
-    assert b.ahead_ms(0.1) == pytest.approx(200.0)
-    b.done(second, now=0.5)  # nothing left in flight: no backlog, however late it ran
-    assert b.ahead_ms(0.5) == 0.0 and b.ahead_ms(0.0) == pytest.approx(500.0)
-
-
 def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
     from router.decision.live_costs import Calibration
 

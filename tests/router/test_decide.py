@@ -23,7 +23,7 @@ def policy(**changes) -> Policy:
     block limit (one canvas), so these tests do not depend on what the shipped checkpoint's
     measurements put in the YAML; and with the agreement rule off (agreement_floor 0): the shipped
     router's agreement head sends natural block requests to safe_mode, and these tests are about
-    the other rules (tests/router/test_model.py covers the head)."""
+    the other rules (tests/router/test_classifier.py covers the head)."""
     return Policy.model_validate({**default_policy().content(), "task_modes": dict(DEFAULT_TASK_MODES), "block_max_canvases": 1,
                                   "agreement_floor": 0.0, **changes})
 

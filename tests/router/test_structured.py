@@ -1,6 +1,6 @@
-"""Tool definitions and output grammars (router.gateway.structured) and reading calls back
-(router.gateway.tool_calls): the grammar accepts exactly what the chat template writes, streamed calls
-join to the whole call at any cut, and bad definitions are 400s naming the field."""
+"""Tool definitions and output grammars (router.gateway.structured), read back with
+router.gateway.tool_calls: the grammar accepts exactly what the chat template writes, and bad
+definitions are 400s naming the field (streamed calls: tests/router/test_tool_calls.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from types import SimpleNamespace
 import llguidance
 import llguidance.hf
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.errors import InvalidRequestError
 from router.gateway.structured import output_spec
-from router.gateway.answer_parts import CallArguments, CallStarted, TextDelta
-from router.gateway.tool_calls import CallReader, read_answer
+from router.gateway.tool_calls import read_answer
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather at a place.", "parameters": {
     "type": "object", "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}, "required": ["location"]}}}
@@ -66,33 +63,6 @@ def test_choices_shape_the_grammar(tokenizer):
     assert not accepts(tokenizer, required.grammar, one.replace('"Oslo"', "42"))  # arguments follow the parameters
     none = spec([WEATHER], "none")
     assert none.grammar is None and none.callable == [] and none.tools
-
-
-@settings(max_examples=60, deadline=None)
-@given(cuts=st.lists(st.integers(1, 200), max_size=12), location=st.text(max_size=12))
-def test_streamed_calls_join_to_the_whole_answer_at_any_cut(cuts, location):
-    text = "".join(f'<tool_call>{{"name": "{n}", "arguments": {json.dumps(a, ensure_ascii=False)}}}</tool_call>'
-                   for n, a in [("get_weather", {"location": location, "days": 2}), ("ping", {})])
-    _, whole = read_answer(text, True)
-    reader, pieces, at = CallReader(True), [], 0
-    for cut in sorted({min(c, len(text)) for c in cuts}) + [len(text)]:
-        pieces.append(text[at:cut])
-        at = cut
-    events = [e for p in pieces for e in reader.feed(p)] + reader.finish()
-    names = [e.call.name for e in events if isinstance(e, CallStarted)]
-    arguments = {}
-    for e in events:
-        if isinstance(e, CallArguments):
-            arguments[e.index] = arguments.get(e.index, "") + e.fragment
-    assert names == [c.name for c in whole] and [arguments.get(i, "") for i in range(len(whole))] == [c.arguments for c in whole]
-    assert not [e for e in events if isinstance(e, TextDelta)]
-
-
-def test_text_is_content_whole_and_streamed():
-    assert read_answer("<b>bold</b> claim", True) == ("<b>bold</b> claim", [])
-    reader = CallReader(True)
-    events = reader.feed("<to") + reader.feed("day>") + reader.finish()
-    assert all(isinstance(e, TextDelta) for e in events) and "".join(e.text for e in events) == "<today>"
 
 
 @pytest.mark.parametrize("tools,choice,param,code", [

@@ -1,0 +1,105 @@
+"""Policy versions in Redis (policies.stores.redis_versions) against a real Redis that restarts empty:
+versions only grow, whoever writes first after the restart, and no watching replica steps back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from policies import RedisStore, StaleVersionError
+from policies.stores import default_policy
+from tests.policies.helpers import redis_client, wait_until
+
+
+def edit(policy, **changes) -> dict:
+    return {**policy.content(), **changes}
+
+
+def restart_empty(server) -> None:
+    server.stop()
+    server.start()  # no persistence: the policy and its history are gone (a watching replica may be back already)
+    assert redis_client(server.url).exists("tandem:policy:current", "tandem:policy:history") == 0
+
+
+def test_a_write_after_redis_restarted_empty_continues_from_the_replicas_version(private_redis):
+    """Once, the first write after an empty restart was version 1 again while the replicas had
+    served version 3: decisions logged under one number then meant two different policies."""
+    url = private_redis.url
+    replica = RedisStore(url, watch=True, poll_interval_s=0.1, backoff_s=(0.05, 0.2), socket_timeout_s=0.3)
+    try:
+        for steps in (14, 15, 16):
+            replica.apply(edit(replica.current(), steps=steps))
+        assert replica.current().version == 3
+        restart_empty(private_redis)
+        # the replica puts the mark back within a poll ...
+        assert wait_until(lambda: redis_client(url).get("tandem:policy:max_version") == "3", 5.0), "max_version not restored"
+        assert replica.current().version == 3 and replica.current().steps == 16
+        # ... so the operator's CLI, a fresh process that has seen no version, continues from it
+        with RedisStore(url, watch=False) as cli:
+            assert cli.apply(edit(default_policy(), steps=5)).version == 4
+        assert wait_until(lambda: replica.current().version == 4, 2.0) and replica.current().steps == 5
+        assert [r.version for r in replica.history()] == [4]
+    finally:
+        replica.close()
+
+
+def test_a_replica_writing_after_an_empty_restart_continues_from_what_it_served(private_redis):
+    url = private_redis.url
+    with RedisStore(url, watch=False) as replica:
+        replica.apply(edit(replica.current(), steps=14))
+        replica.apply(edit(replica.current(), steps=15))
+        restart_empty(private_redis)
+        with pytest.raises(StaleVersionError) as exc:  # what it serves (2) counts as current, not 0
+            replica.apply(edit(default_policy(), steps=3), expect_version=0)
+        assert exc.value.actual == 2
+        stored = replica.apply(edit(default_policy(), steps=3), expect_version=2)  # the admin API's GET showed 2
+        assert stored.version == 3
+        assert json.loads(redis_client(url).get("tandem:policy:current"))["version"] == 3
+
+
+def test_a_lower_version_written_before_the_mark_is_back_is_renumbered_not_served(private_redis):
+    """A write that lands after the restart but before any replica re-read Redis gets version 1;
+    the replica that served 2 writes the same content again as version 3 and serves that."""
+    url = private_redis.url
+    with RedisStore(url, watch=False) as replica:  # not watching: it reads only when asked
+        replica.apply(edit(replica.current(), steps=14))
+        replica.apply(edit(replica.current(), steps=15))
+        restart_empty(private_redis)
+        with RedisStore(url, watch=False) as cli:
+            early = cli.apply(edit(default_policy(), steps=7), note="after the restart")
+        assert early.version == 1  # nothing in Redis could tell the CLI otherwise
+        served = replica.current()
+        assert (served.version, served.steps) == (3, 7)
+        assert json.loads(redis_client(url).get("tandem:policy:current"))["version"] == 3
+        hist = replica.history()
+        assert [r.version for r in hist] == [1, 3] and "renumbered" in hist[-1].note
+        assert hist[0].policy == hist[1].policy
+        with RedisStore(url, watch=False) as later:
+            assert later.current().version == 3 and later.apply(edit(served, steps=8)).version == 4
+
+
+def test_watching_replicas_never_step_back_a_version(private_redis):
+    url = private_redis.url
+    replicas = [RedisStore(url, watch=True, poll_interval_s=0.05, backoff_s=(0.02, 0.1), socket_timeout_s=0.3) for _ in range(3)]
+    served = {k: [] for k in range(len(replicas))}
+    for k, r in enumerate(replicas):
+        r.listeners.append(lambda p, k=k: served[k].append(p.version))
+    try:
+        with RedisStore(url, watch=False) as writer:
+            for steps in (14, 15, 16, 17):
+                writer.apply(edit(default_policy(), steps=steps))
+        assert wait_until(lambda: all(r.current().version == 4 for r in replicas), 3.0)
+        private_redis.stop()
+        private_redis.start()
+        with RedisStore(url, watch=False, socket_timeout_s=0.3) as cli:  # at once, racing the replicas' reconnect
+            cli.apply(edit(default_policy(), steps=9))
+        assert wait_until(lambda: all(r.current().steps == 9 and r.status()["healthy"] for r in replicas), 5.0)
+        versions = {r.current().version for r in replicas}
+        assert versions == {5}, versions
+        for seq in served.values():
+            assert seq == sorted(seq) and seq[-1] == 5, served
+        assert json.loads(redis_client(url).get("tandem:policy:current"))["version"] == 5
+    finally:
+        for r in replicas:
+            r.close()
