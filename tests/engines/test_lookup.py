@@ -105,35 +105,6 @@ def test_verified_stats_split_drafts_ar_steps_and_guesses(engine, monkeypatch):
     assert s.looked_up > 0
 
 
-def test_a_guess_repeats_a_loop_as_long_as_it_is_asked():
-    lookup = Lookup()
-    assert lookup.guess(row([1, 2, 3, 4]), 8) == []  # the tail never occurred before
-    looping = row([9, 8], [5, 6, 7, 5, 6, 7, 5, 6])
-    assert lookup.guess(looping, 8) == [7, 5, 6, 7, 5, 6, 7, 5]
-    copying = row([10, 11, 12, 13, 14, 15, 16], [11, 12])  # the answer quotes its prompt
-    assert Lookup().guess(copying, 3) == [13, 14, 15]
-    assert Lookup().guess(copying, 0) == []
-
-
-def test_the_latest_occurrence_is_guessed_and_the_index_grows_with_the_answer():
-    lookup = Lookup()
-    r = row([1, 2, 3, 4, 1, 2])
-    assert lookup.guess(r, 2) == [3, 4]  # after [1, 2]: only the first occurrence is earlier than the tail
-    r.output += [5, 6, 1, 2]
-    assert lookup.guess(r, 2) == [5, 6]  # now the latest earlier [1, 2] is followed by 5
-
-
-def test_odds_follow_the_evidence_and_old_evidence_decays():
-    lookup = Lookup()
-    assert lookup.odds == pytest.approx(0.5)
-    for _ in range(20):
-        lookup.observe(8, 8)
-    assert lookup.odds > 0.95 and lookup.expected(8) > 6
-    for _ in range(60):  # a miss is one piece of evidence, a hit one per token: it takes more of them
-        lookup.observe(4, 0)
-    assert lookup.odds < 0.1 and lookup.expected(8) < 0.1
-
-
 def test_guesses_are_as_wide_as_they_pay_at_the_batch_size():
     sure, doubtful = Lookup(hits=50.0, misses=1.0), Lookup(hits=0.1, misses=5.0)
     looping, plain = row([1]), row([1])
