@@ -14,8 +14,11 @@ NEXT = [[11], [11]]
 
 
 @pytest.fixture(scope="module")
-def model(engine):
-    return engine.model
+def model(tiny_checkpoint):
+    """An eager model of its own (the reference layout), whatever TANDEM_TEST_COMPILE sets the session's engine to."""
+    from engines import DiffusionEngine
+
+    return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile="off").model
 
 
 @pytest.fixture(autouse=True)

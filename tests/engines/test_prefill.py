@@ -16,6 +16,14 @@ PAD = 0
 HEAD = [3, 4, 5, 6, 7, 8]  # a system prompt every conversation starts with
 
 
+@pytest.fixture(scope="module")
+def model(tiny_checkpoint):
+    """An eager model of its own, whatever TANDEM_TEST_COMPILE sets the session's engine to."""
+    from engines import DiffusionEngine
+
+    return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile="off").model
+
+
 @pytest.fixture(autouse=True)
 def no_grad():
     with torch.inference_mode():
@@ -39,21 +47,21 @@ def test_left_padding_marks_the_real_tokens():
     assert valid.tolist() == [[True] * 3, [False, False, True], [False] * 3]
 
 
-def test_rows_prefilled_together_get_their_logits_alone_and_written_tokens_count(engine):
+def test_rows_prefilled_together_get_their_logits_alone_and_written_tokens_count(model):
     rows = [row([3, 4, 5, 6], output=[9]), row([7, 8])]
-    batch, logits = prefill(engine.model, rows, PAD, "last")
-    alone = [prefill(engine.model, [row(r.prompt_ids, r.output)], PAD, "last")[1][0] for r in rows]
+    batch, logits = prefill(model, rows, PAD, "last")
+    alone = [prefill(model, [row(r.prompt_ids, r.output)], PAD, "last")[1][0] for r in rows]
     assert close(logits[0], alone[0]) and close(logits[1], alone[1])
     assert batch.lengths().tolist() == [5, 2] and [r.stats.encoder_calls for r in rows] == [1, 1]
 
 
-def test_a_head_in_the_prefix_cache_is_reused_and_gives_the_cold_logits_in_the_rows_order(engine):
+def test_a_head_in_the_prefix_cache_is_reused_and_gives_the_cold_logits_in_the_rows_order(model):
     cache = PrefixCache()
     cold_row = row(HEAD + [9, 10], cache=cache)
-    _, cold = prefill(engine.model, [cold_row], PAD, "last")
+    _, cold = prefill(model, [cold_row], PAD, "last")
     assert cold_row.stats.prefix_tokens_reused == 0 and cache.get(tuple(HEAD)) is not None  # the head was stored
     plain, warm_row = row([12, 13]), row(HEAD + [9, 10], cache=cache)
-    batch, logits = prefill(engine.model, [warm_row, plain], PAD, "last")  # the cached row is encoded apart, then put back first
+    batch, logits = prefill(model, [warm_row, plain], PAD, "last")  # the cached row is encoded apart, then put back first
     assert warm_row.stats.prefix_tokens_reused == len(HEAD)
-    assert close(logits[0], cold[0]) and close(logits[1], prefill(engine.model, [row([12, 13])], PAD, "last")[1][0])
+    assert close(logits[0], cold[0]) and close(logits[1], prefill(model, [row([12, 13])], PAD, "last")[1][0])
     assert batch.lengths().tolist() == [len(HEAD) + 2, 2]
