@@ -59,7 +59,7 @@ class Replies:
         """The parts of a streamed request, from the stream failover opened: text and tool calls as
         they arrive, then `Finished` or `Failed` (nothing more when the engine's stream just ended)."""
         stream, decision, mode = attempt.stream, attempt.decision, attempt.mode
-        finished, stats = False, None
+        finished, ended, stats = False, False, None
         reader = CallReader(bool(call.output.callable))
         try:
             item, first_token = attempt.first, True
@@ -86,11 +86,15 @@ class Replies:
                     item = await asyncio.wait_for(stream.__anext__(), timeout=attempt.timeout_s)
                 except StopAsyncIteration:
                     item = None
+            ended = True
         except Exception as exc:  # engine died mid-stream: the last part says so
+            ended = True
             if replica_died(exc):
                 self.view.health.died(self.view.layout.engine(mode))
             self.records.error(503, code="engine_unavailable", decision=decision, mode=mode)
             yield Failed(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
         finally:
+            if not ended:  # closed from outside: the client went away (an ordinary disconnect, not an error)
+                log.info("request %s: the client went away mid-stream (%s); its engine row is cancelled", call.request_id, mode)
             self.view.returned(attempt.ticket, ok=finished, stats=stats)
             stream.cancel()  # a client that went away frees its scheduler slot at the engine's next step

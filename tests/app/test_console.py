@@ -8,6 +8,7 @@ docs/operations.md), else to the test's temporary directory."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -159,6 +160,9 @@ def test_an_operator_signs_in_watches_decisions_and_changes_the_policy(base_url,
     # roll back to the version the operator started from
     page.click("#policy-reload")
     expect(page.locator("#policy-version")).to_have_text(str(version + 1))
+    # the reload is done when the editor holds the live policy (the version above is the poll's, shown
+    # before): a rollback clicked sooner compares against the stale version and is refused
+    expect(editor).to_have_value(re.compile("changed elsewhere"))
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator(f'#history tr[data-version="{start_version}"] button.rollback').click()
     expect(message).to_contain_text(f"Rolled back to version {start_version}")

@@ -157,7 +157,9 @@ def test_clients_that_go_away_are_not_logged_as_errors(hardened_app):
     """Abandoned streams and whole requests are ordinary disconnects, not faults: none may leave a
     traceback or an 'unhandled error' in the Gateway's log. The test abandons a stream itself (so
     it checks something when run alone) and reads the log once the Gateway has logged the
-    abandoned request's own access line, which it writes after handling the disconnect."""
+    abandoned request: its own line for a client that went away, written as it cancels the engine
+    row (Serve's access line for the request is not a barrier: under load a replica sometimes writes
+    none for a request the proxy cancelled; the proxy logged the disconnect, the replica nothing)."""
     from tests.hardening.conftest import gateway_logs, stats_by_replica
 
     url, request_id = hardened_app["url"], f"abandoned-{uuid.uuid4().hex}"
@@ -166,11 +168,11 @@ def test_clients_that_go_away_are_not_logged_as_errors(hardened_app):
     wait_running(url, "ar", lambda x: x["stats"]["cancelled"] > before, timeout_s=FREED_WITHIN_S)
     pids = stats_by_replica(url)
     logged = ""
-    for _ in range(400):  # until the access line is in the log (a deadlock guard of ~20 s)
+    for _ in range(400):  # until the request's line is in the log (a deadlock guard of ~20 s)
         logged = gateway_logs(hardened_app["dir"], pids)
         if request_id in logged:
             break
         time.sleep(0.05)
-    assert request_id in logged, "the abandoned request's access line never reached the Gateway's log"
+    assert request_id in logged, "the Gateway never logged the abandoned request"
     assert "GET /admin/stats" in logged, "no Gateway log found"
     assert "unhandled error" not in logged and "Traceback" not in logged, logged[-3000:]

@@ -162,7 +162,8 @@ def test_an_engine_failing_mid_stream_ends_in_failed_and_frees_the_slot(replies)
     assert [(e["status"], e["error"]) for e in replies.records.feed.after(0)] == [(503, "engine_unavailable")]
 
 
-def test_a_client_gone_mid_stream_cancels_the_engines_work(replies):
+def test_a_client_gone_mid_stream_cancels_the_engines_work(replies, caplog):
+    caplog.set_level("INFO", logger="tandem.gateway")
     call = call_of(stream=True)
     attempt = attempt_of(replies, call, items=["It ", "is ", "sunny.", result_of("It is sunny.")])
 
@@ -174,3 +175,14 @@ def test_a_client_gone_mid_stream_cancels_the_engines_work(replies):
 
     assert asyncio.run(first_part_then_gone()) == TextDelta("It ")
     assert attempt.stream.cancelled and in_flight(replies) == 0 and replies.records.feed.after(0) == []
+    # an ordinary disconnect: one INFO line naming the request, never an error
+    gone = [r for r in caplog.records if "went away" in r.getMessage()]
+    assert [(r.levelname, call.request_id in r.getMessage()) for r in gone] == [("INFO", True)]
+
+
+def test_streams_that_end_by_themselves_log_no_disconnect(replies, caplog):
+    caplog.set_level("INFO", logger="tandem.gateway")
+    for items in (["It is ", "sunny.", result_of("It is sunny.")], ["It is ", RuntimeError("replica lost")], ["It is "]):
+        call = call_of(stream=True)
+        collect(replies.parts(call, attempt_of(replies, call, items=items)))
+    assert not [r for r in caplog.records if "went away" in r.getMessage()]
