@@ -32,7 +32,9 @@ import torch
 
 from engines.batch import SequenceBatch
 from engines.canvas import BlockParams, StopFlags, context_length
-from engines.compiled import step_function
+from engines import canvas_step
+from engines.compiled import compiled_version, is_compiled, step_function
+from engines.logits import CHUNK_ELEMENTS
 from engines.prefill import prefill, prefill_joining
 from engines.rows import Admit, Row, retire
 from engines.sampling import RowSeededEntropyBoundSampler, schedule_temperature
@@ -56,46 +58,115 @@ def denoise_canvas_steps(
     batch: SequenceBatch, generators: list[torch.Generator], params: BlockParams, greedy: bool = False,
     abandon_above: float | None = None,
 ) -> Steps[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """`denoise_canvas`, yielding after every denoising pass (engines.stepping)."""
+    """`denoise_canvas`, yielding after every denoising pass (engines.stepping).
+
+    Rows found stopped at a read of the stop flags leave the computed batch (`_Computed.drop`): the
+    steps that follow run the decoder, the head and `settle` over the running rows only, where the
+    library (and this loop before) kept computing a stopped row as padding until the last one stopped.
+    Not where the model's calls replay CUDA graphs: each row count there is a graph of its own."""
     B, C, device = batch.size, params.canvas, batch.mask.device
     vocab = batch.model.config.text_config.vocab_size
     sampler = RowSeededEntropyBoundSampler(params.entropy_bound, C, vocab, generators, greedy)
-
-    inputs = batch.canvas_inputs(C)  # positions and masks, fixed for this canvas
     current = sampler.initialize_canvas(B, device)  # (B, C) uniform noise
-    argmax = current
     # (B, C, H) embeddings of the last step's logits; zeros before the first step, which is what the
     # decoder uses without a signal (one call signature for every step: one compiled variant)
     self_conditioning = torch.zeros(B, C, batch.model.config.text_config.hidden_size, dtype=batch.model.dtype, device=device)
-    done = torch.zeros(B, dtype=torch.bool, device=device)
+    run = _Computed(batch, batch.canvas_inputs(C), current, self_conditioning, params.stability_threshold)
     abandoned = torch.zeros(B, dtype=torch.bool, device=device)
-    steps = torch.zeros(B, dtype=torch.long, device=device)
-    history = torch.full((params.stability_threshold, B, C), -1, dtype=torch.long, device=device)  # the stop rule's
     bound = torch.tensor(float(params.entropy_bound), device=device)
     confident = torch.tensor(float(params.confidence_threshold), device=device)
     settle = step_function(batch.model)
+    sample_and_settle = compiled_version(batch.model, canvas_step.sample_and_settle)
+    # The draw inside the compiled step needs its exponential races as a second logits-sized tensor:
+    # taken where the vocabulary is small (the logits then fit one of engines.logits' slices, checked per step)
+    race_in_step = is_compiled(batch.model) and not greedy and vocab <= RACE_IN_STEP_MAX_VOCAB
     flags = StopFlags(B, params.check_every)
+    compact = not (is_compiled(batch.model) and device.type == "cuda")
     for step, remaining in enumerate(reversed(range(1, params.steps + 1))):  # denoising runs N..1, as in the library
-        steps += ~done
+        run.steps += ~run.done
         sampler.active = flags.running
-        logits = batch.denoise(current, self_conditioning, inputs)  # (B, C, V)
-        if abandon_above is not None and remaining == params.steps:
-            abandoned = head_entropy(logits) > abandon_above
+        logits = run.batch.denoise(run.current, run.self_conditioning, run.inputs)  # (R, C, V)
+        if abandon_above is not None and remaining == params.steps:  # the first step: every row is computed
+            abandoned = run.abandoned = head_entropy(logits) > abandon_above
         if greedy and remaining == 1:  # a greedy draft's last step: only its argmax is used (skips ~1/4 of the step on a CPU)
-            argmax = torch.where(done[:, None], argmax, logits.argmax(-1))
+            run.argmax = torch.where(run.done[:, None], run.argmax, logits.argmax(-1))
             break
-        logits.div_(schedule_temperature(params.t_min, params.t_max, params.steps, remaining))
-        sampled = logits.argmax(-1) if greedy else sampler.sample(logits)  # (B, C), from each row's generator
-        noise = sampler.initialize_canvas(B, device)  # the renoise draw, after the sample as in the library
-        argmax, current, self_conditioning, done, history = settle(
-            batch.model, logits, sampled, noise, current, argmax, self_conditioning, done, abandoned, history, bound, confident)
+        temperature = schedule_temperature(params.t_min, params.t_max, params.steps, remaining)
+        if race_in_step and logits.numel() <= CHUNK_ELEMENTS:
+            # compiled, small vocabulary: the draws' exponential races made here, the draw inside the compiled step
+            exponentials = sampler.exponentials(logits.shape, device)  # (R, C, V), from each row's generator
+            noise = sampler.initialize_canvas(run.size, device)  # the renoise draw, after the sample as in the library
+            state = (noise, run.current, run.argmax, run.self_conditioning, run.done, run.abandoned, run.history, bound, confident)
+            settled = sample_and_settle(batch.model, logits, torch.tensor(temperature), exponentials, *state)
+            del exponentials
+        else:
+            logits.div_(temperature)
+            sampled = logits.argmax(-1) if greedy else sampler.sample(logits)  # (R, C), from each row's generator
+            noise = sampler.initialize_canvas(run.size, device)  # the renoise draw, after the sample as in the library
+            settled = settle(batch.model, logits, sampled, noise, run.current, run.argmax, run.self_conditioning, run.done,
+                             run.abandoned, run.history, bound, confident)
+        run.argmax, run.current, run.self_conditioning, run.done, run.history = settled
         del logits  # before the next step's logits exist
-        if flags.read(done, step, remaining) and flags.all_stopped:
-            break
+        if flags.read(run.done, step, remaining):
+            if flags.all_stopped:
+                break
+            if compact and not all(flags.running):
+                keep = [j for j, on in enumerate(flags.running) if on]
+                run.drop(keep)
+                sampler.generators = [sampler.generators[j] for j in keep]
+                flags.running = [True] * len(keep)
         yield  # between denoising passes: another batch may step (the canvas's state waits in these locals)
+    argmax, steps = run.results()
     return argmax, steps, abandoned
 
 
+class _Computed:
+    """The rows a canvas's steps still compute and their state: the batch (a copy of the running rows
+    once some have left), the canvas, the last argmax canvas, the self-conditioning embeddings, the
+    stop flags, the stop rule's history; the results of the rows that have left, by their index in
+    the canvas's batch."""
+
+    def __init__(self, batch: SequenceBatch, inputs, current: torch.Tensor, self_conditioning: torch.Tensor, stability: int):
+        B, C = current.shape
+        device = current.device
+        self.batch, self.inputs, self.current, self.self_conditioning = batch, inputs, current, self_conditioning
+        self.argmax = current
+        self.done = torch.zeros(B, dtype=torch.bool, device=device)
+        self.abandoned = torch.zeros(B, dtype=torch.bool, device=device)
+        self.steps = torch.zeros(B, dtype=torch.long, device=device)
+        self.history = torch.full((stability, B, C), -1, dtype=torch.long, device=device)  # the stop rule's
+        self.rows = list(range(B))  # each computed row's index in the canvas's batch
+        self.final_argmax = torch.empty_like(current)
+        self.final_steps = torch.empty_like(self.steps)
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+    def drop(self, keep: list[int]) -> None:
+        """Go on with the computed rows `keep` (positions in the computed batch) only; the others' argmax
+        canvas and step count are final."""
+        self._store()
+        index = torch.tensor(keep, dtype=torch.long, device=self.current.device)
+        self.batch = self.batch.copy_rows(keep)
+        self.inputs = self.batch.canvas_inputs(self.current.shape[1])
+        self.current, self.argmax, self.self_conditioning = self.current[index], self.argmax[index], self.self_conditioning[index]
+        self.done, self.abandoned, self.steps = self.done[index], self.abandoned[index], self.steps[index]
+        self.history = self.history[:, index]
+        self.rows = [self.rows[j] for j in keep]
+
+    def results(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The argmax canvas (B, C) and the steps each row took (B,), every row of the canvas's batch."""
+        self._store()
+        return self.final_argmax, self.final_steps
+
+    def _store(self) -> None:
+        index = torch.tensor(self.rows, dtype=torch.long, device=self.current.device)
+        self.final_argmax[index] = self.argmax
+        self.final_steps[index] = self.steps
+
+
+RACE_IN_STEP_MAX_VOCAB = 32_768  # vocabularies whose steps draw inside the compiled step (see denoise_canvas_steps)
 PROBE_POSITIONS = 8  # the canvas positions whose first-step entropy says whether a draft is worth finishing
 
 

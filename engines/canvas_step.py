@@ -57,3 +57,19 @@ def settle(
         history = torch.cat([history[1:], new_argmax[None]])
     done = done | (stable & (entropy.mean(-1) < confidence_threshold)) | abandoned
     return new_argmax, new_current, conditioning, done, history
+
+
+def sample_and_settle(
+    model,
+    logits: torch.Tensor,  # (B, C, V), before temperature
+    temperature: torch.Tensor,  # 0-d
+    exponentials: torch.Tensor,  # (B, C, V) each row's exponential race (RowSeededEntropyBoundSampler.exponentials)
+    *state: torch.Tensor,  # settle's arguments after `sampled`: noise, current, argmax, ... confidence_threshold
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The temperature, the draw and `settle` as one function: a compiled step fuses the softmax,
+    the divide by the race and the argmax with settle's passes over the logits instead of running
+    them row by row on the host. The draw is `engines.logits.sample_tokens`'s: argmax(p / q). Takes a
+    second logits-sized tensor (the race), so it serves small vocabularies only (block.py decides)."""
+    logits = logits / temperature
+    sampled = (torch.softmax(logits, dim=-1) / exponentials).argmax(-1)
+    return settle(model, logits, sampled, *state)
