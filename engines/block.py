@@ -77,9 +77,10 @@ def denoise_canvas_steps(
     confident = torch.tensor(float(params.confidence_threshold), device=device)
     settle = step_function(batch.model)
     sample_and_settle = compiled_version(batch.model, canvas_step.sample_and_settle)
-    # The draw inside the compiled step needs its exponential races as a second logits-sized tensor:
-    # taken where the vocabulary is small (the logits then fit one of engines.logits' slices, checked per step)
-    race_in_step = is_compiled(batch.model) and not greedy and vocab <= RACE_IN_STEP_MAX_VOCAB
+    # The draw inside the compiled step needs its races' draws as a tensor of twice the logits' bytes:
+    # taken where the vocabulary is small (and the logits fit one of engines.logits' slices, checked per
+    # step), on a CPU (whose generator's draws `exponentials_from_bits` finishes)
+    race_in_step = is_compiled(batch.model) and not greedy and vocab <= RACE_IN_STEP_MAX_VOCAB and device.type == "cpu"
     flags = StopFlags(B, params.check_every)
     compact = not (is_compiled(batch.model) and device.type == "cuda")
     for step, remaining in enumerate(reversed(range(1, params.steps + 1))):  # denoising runs N..1, as in the library
@@ -94,11 +95,11 @@ def denoise_canvas_steps(
         temperature = schedule_temperature(params.t_min, params.t_max, params.steps, remaining)
         if race_in_step and logits.numel() <= CHUNK_ELEMENTS:
             # compiled, small vocabulary: the draws' exponential races made here, the draw inside the compiled step
-            exponentials = sampler.exponentials(logits.shape, device)  # (R, C, V), from each row's generator
+            race = sampler.race_bits(logits.shape, device)  # (R, C, V), from each row's generator
             noise = sampler.initialize_canvas(run.size, device)  # the renoise draw, after the sample as in the library
             state = (noise, run.current, run.argmax, run.self_conditioning, run.done, run.abandoned, run.history, bound, confident)
-            settled = sample_and_settle(batch.model, logits, torch.tensor(temperature), exponentials, *state)
-            del exponentials
+            settled = sample_and_settle(batch.model, logits, torch.tensor(temperature), race, *state)
+            del race
         else:
             logits.div_(temperature)
             sampled = logits.argmax(-1) if greedy else sampler.sample(logits)  # (R, C), from each row's generator

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from engines.logits import self_conditioning_embeddings, token_entropy
+from engines.logits import exponentials_from_bits, self_conditioning_embeddings, token_entropy
 
 
 def settle(
@@ -63,13 +63,14 @@ def sample_and_settle(
     model,
     logits: torch.Tensor,  # (B, C, V), before temperature
     temperature: torch.Tensor,  # 0-d
-    exponentials: torch.Tensor,  # (B, C, V) each row's exponential race (RowSeededEntropyBoundSampler.exponentials)
+    race_bits: torch.Tensor,  # (B, C, V) int64: each row's race draws (RowSeededEntropyBoundSampler.race_bits)
     *state: torch.Tensor,  # settle's arguments after `sampled`: noise, current, argmax, ... confidence_threshold
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The temperature, the draw and `settle` as one function: a compiled step fuses the softmax,
-    the divide by the race and the argmax with settle's passes over the logits instead of running
-    them row by row on the host. The draw is `engines.logits.sample_tokens`'s: argmax(p / q). Takes a
-    second logits-sized tensor (the race), so it serves small vocabularies only (block.py decides)."""
+    """The temperature, the draw and `settle` as one function: a compiled step fuses the race's
+    exponentials, the softmax, the divide and the argmax with settle's passes over the logits instead
+    of running them row by row on the host. The draw is `engines.logits.sample_tokens`'s: argmax(p / q).
+    Takes the race's draws as a tensor of twice the logits' bytes, so it serves small vocabularies
+    on a CPU only (block.py decides)."""
     logits = logits / temperature
-    sampled = (torch.softmax(logits, dim=-1) / exponentials).argmax(-1)
+    sampled = (torch.softmax(logits, dim=-1) / exponentials_from_bits(race_bits)).argmax(-1)
     return settle(model, logits, sampled, *state)

@@ -78,19 +78,17 @@ def sample_tokens(logits: torch.Tensor, generator: torch.Generator, greedy: bool
 _MANTISSA = (1 << 53) - 1  # the bits of a random64() draw that torch's uniform double keeps
 
 
-def exponential_draws(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Fill `out` (float32) with the numbers `out.exponential_(1, generator=generator)` writes, faster.
+def exponentials_from_bits(bits: torch.Tensor) -> torch.Tensor:
+    """The numbers `exponential_(1, generator=g)` writes in float32, from the 64-bit draws it makes.
+
     On a CPU generator torch's kernel makes them one at a time (~40 ns each here): per element one
     64-bit draw from the generator (`random64`), u its low 53 bits times 2**-53, then
-    `float(-log1p(-u))` in double. The same 64-bit draws come in order from `random_()` on int64
-    (each element's draw modulo 2**63: the low 53 bits intact), and the rest runs vectorized: the
-    same numbers, bit for bit, and the generator left in the same state (tested:
-    tests/engines/test_logits.py), in about 2/5 of the time. Other generators use `exponential_`."""
-    if generator.device.type != "cpu" or out.dtype != torch.float32:
-        return out.exponential_(1, generator=generator)
-    bits = torch.empty(out.shape, dtype=torch.int64, device=out.device).random_(generator=generator)
-    # -u is exact (a power-of-two scale and a sign), so log1p sees torch's kernel's argument
-    return out.copy_(bits.bitwise_and_(_MANTISSA).double().mul_(-(2.0**-53)).log1p_().neg_())
+    `float(-log1p(-u))` in double. `bits.random_(generator=g)` on int64 makes the same draws in the
+    same order (each modulo 2**63: the low 53 bits intact, the generator left where exponential_
+    leaves it), and this finishes them vectorized, eager or compiled: the same numbers bit for bit
+    (tested: tests/engines/test_logits.py) in a fraction of the time."""
+    # -u is exact (a power-of-two scale and a sign), so log1p sees the kernel's argument
+    return bits.bitwise_and(_MANTISSA).double().mul(-(2.0**-53)).log1p().neg().float()
 
 
 def self_conditioning_embeddings(model, logits: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     StableAndConfidentStoppingCriteria,
 )
 
-from engines.logits import exponential_draws, sample_tokens, slices
+from engines.logits import sample_tokens, slices
 
 GREEDY_BELOW = 1e-4  # temperatures under this are greedy (the argmax is what they would sample anyway)
 
@@ -66,16 +66,17 @@ class RowSeededEntropyBoundSampler(EntropyBoundSampler):
             out[b] = sample_tokens(logits[b], self.generators[b], self.greedy)
         return out
 
-    def exponentials(self, logits_shape: torch.Size, device: torch.device) -> torch.Tensor:
-        """What `sample` draws, without using it: each active row's exponential race (C, V) from its
-        generator, slice by slice as `engines.logits.sample_tokens` draws them (the same numbers), for
-        a step that takes `argmax(softmax(logits) / q)` itself (`engines.canvas_step.sample_and_settle`).
-        Inactive rows' entries are left unset: their rows are held. A second logits-sized tensor."""
-        q = torch.empty(logits_shape, device=device)
+    def race_bits(self, logits_shape: torch.Size, device: torch.device) -> torch.Tensor:
+        """What `sample` draws, without using it: for each active row, from its (CPU) generator, the
+        64-bit draws of its exponential race (C, V), slice by slice as `engines.logits.sample_tokens`
+        draws them, for a step that finishes them (`engines.logits.exponentials_from_bits`) and takes
+        `argmax(softmax(logits) / q)` itself (`engines.canvas_step.sample_and_settle`). Inactive rows'
+        entries are left unset: their rows are held. Twice a logits tensor's bytes (int64)."""
+        bits = torch.empty(logits_shape, dtype=torch.int64, device=device)
         for b in active_rows(self.active):
             for start, end in slices(*logits_shape[1:]):
-                exponential_draws(q[b, start:end], self.generators[b])
-        return q
+                bits[b, start:end].random_(generator=self.generators[b])
+        return bits
 
     def accept_by_entropy(self, current: torch.LongTensor, sampled: torch.LongTensor, entropy: torch.Tensor) -> torch.LongTensor:
         """The library's `accept_canvas` given the positions' entropies (B, C): accept the k

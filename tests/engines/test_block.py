@@ -72,3 +72,30 @@ def test_stop_token_ends_the_answer(engine):
     result = engine.generate(chat(PROMPTS[0], mode="block", seed=7, max_new_tokens=32, stop_token_ids=[stop_id]))
     assert result.finish_reason == "stop"
     assert result.token_ids == free.token_ids[:first]
+
+
+def test_rows_that_stop_leave_the_computed_batch_and_keep_their_tokens(monkeypatch):
+    """A canvas's steps compute only the rows still running at the last read of the stop flags
+    (engines.block._Computed), and each row writes what it writes alone. The shipped checkpoint:
+    its rows stop at different steps (a random model's never become confident)."""
+    from engines import DiffusionEngine
+    from engines.batch import SequenceBatch
+    from engines.defaults import SHIPPED_CHECKPOINT
+
+    engine = DiffusionEngine.from_checkpoint(SHIPPED_CHECKPOINT)
+    reqs = [chat(p, mode="block", seed=i, canvas=64, max_new_tokens=64, max_denoising_steps=12, stop_token_ids=[])
+            for i, p in enumerate(PROMPTS[:4])]
+    alone = [engine.generate(r).token_ids for r in reqs]
+    rows_per_call = []
+    real = SequenceBatch.denoise
+
+    def counted(self, canvas, *args, **kwargs):
+        rows_per_call.append(canvas.shape[0])
+        return real(self, canvas, *args, **kwargs)
+
+    monkeypatch.setattr(SequenceBatch, "denoise", counted)
+    results = engine.generate_batch(reqs)
+    steps = [r.stats.steps_per_canvas[0] for r in results]
+    assert len(set(steps)) > 1, f"the rows should stop at different steps: {steps}"
+    assert rows_per_call == [sum(s > k for s in steps) for k in range(max(steps))]
+    assert [r.token_ids for r in results] == alone

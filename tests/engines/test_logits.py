@@ -36,6 +36,23 @@ def test_a_rows_draw_equals_multinomial_over_its_softmax(step_logits, greedy):
     assert torch.equal(ours.get_state(), theirs.get_state()), "the generator must be left where multinomial leaves it"
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_exponentials_from_bits_are_torchs_exponential_draws_bit_for_bit(compiled):
+    """A compiled step's races (engines.logits.exponentials_from_bits over a row's int64 draws, as
+    engines.sampling's race_bits makes them) are the numbers torch's exponential_ draws from the same
+    generator, and leave it in the same state: ~3M draws, into slices as the sampler writes them."""
+    finish = torch.compile(wide.exponentials_from_bits, dynamic=True) if compiled else wide.exponentials_from_bits
+    for seed in range(6):
+        ours, theirs = make_generator(seed), make_generator(seed)
+        bits = torch.empty(3, 70, 2_050, dtype=torch.int64)
+        for b in range(3):
+            for start, end in ((0, 33), (33, 70)):
+                bits[b, start:end].random_(generator=ours)
+                want = torch.empty(end - start, 2_050).exponential_(1, generator=theirs)
+                assert torch.equal(finish(bits[b, start:end]), want)
+        assert torch.equal(ours.get_state(), theirs.get_state())
+
+
 def test_soft_capping_and_self_conditioning_equal_the_models_forward():
     config = shape_config("26b-a4b", layers=2, vocab_size=2_050, hidden_size=32, intermediate_size=64,
                           moe_intermediate_size=32, num_experts=4, top_k_experts=2, num_attention_heads=2,
