@@ -16,7 +16,8 @@ differs from `generate()`:
   pay for a 256-token canvas;
 - random draws come from each request's own generator (see `engines.sampling`);
 - a request leaves the batch as soon as it stops (the library keeps decoding finished rows
-  as padding until the whole batch is done), and output is cut at `max_new_tokens`;
+  as padding until the whole batch is done), and output is cut at `max_new_tokens`; within a
+  canvas, rows found stopped at a read of the stop flags leave the rows the steps compute;
 - no position past the context (`max_position_embeddings`) is ever used: a row whose next
   canvas would run past it (the library always writes whole canvases) takes its last canvas
   sized down to the positions it has left, in a batch of its own (`split_near_the_end`), so

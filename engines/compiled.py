@@ -22,7 +22,9 @@ A compiled model's mixture-of-experts layers take `engines.experts`' paths (gath
 AR step's few pairs, every expert dense for a small call, transformers' grouped GEMM beyond), each a
 fixed graph of a few operators where the grouped GEMM's CPU kernel loops over the experts; the
 eager reference keeps transformers' grouped path. The logits head and the step's `settle` compile
-too (`engines.compiled_functions`).
+too (`engines.compiled_functions`); at a small vocabulary on a CPU a block step's draw joins `settle`
+in its compiled call (`engines.canvas_step.sample_and_settle`, the races' 64-bit draws made on the
+host from each row's generator, finished inside: `engines.logits.exponentials_from_bits`).
 """
 
 from __future__ import annotations

@@ -90,12 +90,14 @@ class SlotCache(Cache):
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return int(self.write)
 
-    def moved_to(self, model, rows: torch.Tensor | None, slots: int, shift: int = 0, written: int | None = None) -> "SlotCache":
+    def moved_to(self, model, rows: torch.Tensor | None, slots: int, shift: int = 0, written: int | None = None,
+                 known: int | None = None) -> "SlotCache":
         """A new cache of `slots` slots holding `rows` (indices; None: all) of this one, each slot moved
         `shift` slots to the right (room for left padding), with `written` slots written (default:
-        this cache's plus `shift`)."""
+        this cache's plus `shift`). `known`: this cache's written slots if the caller knows them (no
+        read of the device's write position: a canvas's steps copy rows without one)."""
         out = SlotCache.allocate(model, self.rows if rows is None else rows.numel(), slots)
-        n = min(int(self.write), slots - shift)
+        n = min(int(self.write) if known is None else known, slots - shift)
         for mine, theirs in zip(out.layers, self.layers):
             for dst, src in ((mine.keys, theirs.keys), (mine.values, theirs.values)):
                 part = src[:, :, :n] if rows is None else src[rows, :, :n]

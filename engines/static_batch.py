@@ -115,7 +115,7 @@ class StaticSequenceBatch(SequenceBatch):
         index = torch.tensor(rows, dtype=torch.long, device=self.mask.device)
         part = StaticSequenceBatch.__new__(StaticSequenceBatch)
         part.__dict__.update(self.__dict__)
-        part.cache = self.cache.moved_to(self.model, index, self.cache.capacity)
+        part.cache = self.cache.moved_to(self.model, index, self.cache.capacity, known=self.written)
         part.mask = self.mask[index]
         return part
 
