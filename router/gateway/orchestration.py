@@ -37,6 +37,7 @@ from router.decision.layouts import SHARED, SPLIT
 from router.decision.engine_client import engine_client
 from router.gateway.failover import Failover
 from router.gateway.records import Records
+from router.gateway.replica_logs import to_replica_log
 from router.gateway.replies import Replies
 from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, RoutingView
 
@@ -77,6 +78,7 @@ class Gateway:
         from router.gateway.decisions_log import DecisionsLogSettings
         from router.gateway.telemetry import GatewayStats, Telemetry
 
+        to_replica_log()  # Tandem's INFO lines (router.gateway.replica_logs) beside Serve's, in the replica's log
         self.layout = SHARED if shared_engine is not None else SPLIT
         engines = {"shared": shared_engine} if shared_engine is not None else {"block": block_engine, "ar": ar_engine}
         self.engines = {name: engine_client(e) for name, e in engines.items()}  # router.decision.engine_client.EngineClient
