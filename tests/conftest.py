@@ -110,6 +110,22 @@ def engine(tiny_checkpoint):
     return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile=os.environ.get("TANDEM_TEST_COMPILE", "off"))
 
 
+@pytest.fixture(scope="module")
+def eager_model(tiny_checkpoint):
+    """The tiny model eager (the reference layout), whatever TANDEM_TEST_COMPILE sets the session's engine to."""
+    from engines import DiffusionEngine
+
+    return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile="off").model
+
+
+@pytest.fixture
+def inference():
+    """As the decode loops run (`@torch.inference_mode()` on ar.py's, block.py's, verified.py's): no autograd,
+    which the slot cache's in-place merges refuse. Tests of batch internals use it (`usefixtures`)."""
+    with torch.inference_mode():
+        yield
+
+
 @pytest.fixture
 def drafts_anywhere(monkeypatch):
     """Verified mode drafts whatever AR's doubt. A row alone drafts only where AR is sure of its next

@@ -14,18 +14,11 @@ NEXT = [[11], [11]]
 
 
 @pytest.fixture(scope="module")
-def model(tiny_checkpoint):
-    """An eager model of its own (the reference layout), whatever TANDEM_TEST_COMPILE sets the session's engine to."""
-    from engines import DiffusionEngine
-
-    return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile="off").model
+def model(eager_model):
+    return eager_model
 
 
-@pytest.fixture(autouse=True)
-def no_grad():
-    """The decode loops call batches under inference mode (no autograd): so do these tests."""
-    with torch.inference_mode():
-        yield
+pytestmark = pytest.mark.usefixtures("inference")  # tests/conftest.py: as the decode loops run
 
 
 def batch_of(model, *rows: list[int]) -> tuple[SequenceBatch, torch.Tensor]:

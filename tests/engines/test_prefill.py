@@ -17,17 +17,11 @@ HEAD = [3, 4, 5, 6, 7, 8]  # a system prompt every conversation starts with
 
 
 @pytest.fixture(scope="module")
-def model(tiny_checkpoint):
-    """An eager model of its own, whatever TANDEM_TEST_COMPILE sets the session's engine to."""
-    from engines import DiffusionEngine
-
-    return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile="off").model
+def model(eager_model):
+    return eager_model
 
 
-@pytest.fixture(autouse=True)
-def no_grad():
-    with torch.inference_mode():
-        yield
+pytestmark = pytest.mark.usefixtures("inference")  # tests/conftest.py: as the decode loops run
 
 
 def row(prompt: list[int], output: list[int] = (), cache: PrefixCache | None = None) -> Row:

@@ -14,12 +14,7 @@ from engines.verified_batches import Rows, regroup
 from tests.engines.factories import PROMPTS, chat
 
 
-@pytest.fixture(autouse=True)
-def no_autograd():
-    """As the decode loops run (`@torch.inference_mode()` on verified.py's, block.py's, ar.py's): the slot
-    cache's merges write into preallocated buffers, which autograd refuses."""
-    with torch.inference_mode():
-        yield
+pytestmark = pytest.mark.usefixtures("inference")  # tests/conftest.py: as the decode loops run
 
 
 PARAMS = BlockParams(canvas=32, steps=4, t_min=0.4, t_max=0.8, stability_threshold=1, confidence_threshold=0.005, entropy_bound=0.1)
