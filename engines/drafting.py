@@ -103,6 +103,8 @@ class DraftControl:
     sure_below: float = SURE_ENTROPY  # the entropy under which AR counts as sure of a token
     ends_in: int | None = None  # tokens the last draft still had before its end, past what was written
     reserve: float = 0.0  # the credit the smallest draft needs (set by `plan`): AR steps earn credit up to it
+    drafts: bool = True  # False: an AR-mode row in verified's loop (engines.scheduler), which writes by AR steps only
+    most_steps: int | None = None  # the request's own cap on a draft's denoising steps (None: its batch's)
 
     @classmethod
     def start(cls, params: BlockParams, largest: int, seed: int | None = None, sure_below: float = SURE_ENTROPY,
@@ -116,14 +118,22 @@ class DraftControl:
     @classmethod
     def for_request(cls, request, params: BlockParams, largest: int, sure_below: float = SURE_ENTROPY) -> "DraftControl":
         """`start` for an `engines.types.GenerationRequest`: its first draft at most its own canvas
-        setting (verified requests of several canvases batch together under the model's), its seed,
-        its expected length."""
-        return cls.start(replace(params, canvas=request.canvas or params.canvas), largest, request.seed, sure_below, request.expected_tokens)
+        setting and step count (verified requests of several canvases and step counts batch
+        together under the model's), its seed, its expected length. An AR request never drafts: it rides in verified's batches for their AR
+        steps (one encoder pass for both modes' tokens) and writes AR's tokens, as in AR mode."""
+        if request.mode == "ar":
+            return cls(canvas=0, largest=largest, sure_below=sure_below, drafts=False)
+        plan = cls.start(replace(params, canvas=request.canvas or params.canvas), largest, request.seed, sure_below, request.expected_tokens)
+        plan.most_steps = request.max_denoising_steps  # its own, where it asked: verified batches are keyed by neither
+        return plan
 
     def plan(self, costs: DraftCosts, batch: int, most_steps: int, room: int, grant: bool = True) -> tuple[int, int]:
         """(canvas, steps) of the largest draft up to the planned canvas (and the `room` left in the
         context) whose loss, were it all rejected, the credit covers; (0, 0): write by AR steps.
         `grant`: whether the first draft may go ahead on no credit (`granted`)."""
+        if not self.drafts:
+            return 0, 0
+        most_steps = self.most_steps or most_steps
         self.reserve = (min(MIN_STEPS, most_steps) + 1) * costs.step(min(MIN_DRAFT, self.canvas), batch)
         if self.waits(costs, batch, most_steps):
             return 0, 0
@@ -145,7 +155,7 @@ class DraftControl:
         do, a CPU at batch 8, it does not), and AR has not hesitated before it (alone or in a batch:
         in a batch a granted draft stops every row that does not draft for a round).
         Otherwise the row drafts only on the credit its tokens earn."""
-        if not self.first or self.hesitated:
+        if not self.first or self.hesitated or not self.drafts:
             return False
         return canvas + 1 >= TARGET_GAIN * costs.round(canvas, min(FIRST_STEPS, most_steps), batch)
 
@@ -203,7 +213,11 @@ class DraftControl:
 
     def steps_to_draft(self, costs: DraftCosts, batch: int, most_steps: int) -> int:
         """AR steps before the credit covers the smallest draft (0: it does now; at least 1 while
-        the row `waits`: look again after it)."""
+        the row `waits`: look again after it). An AR row: 1, so a batch holding one looks at its
+        newcomers after every AR step, as AR mode's loop does."""
+        if not self.drafts:
+            return 1
+        most_steps = self.most_steps or most_steps
         least = 1 if self.waits(costs, batch, most_steps) else 0
         if self.granted(costs, batch, most_steps, self.canvas):
             return least

@@ -94,6 +94,12 @@ class DiffusionEngine:
             check_every=self.stop_check_every,
         )
 
+    @property
+    def verified_params(self) -> BlockParams:
+        """A verified request's settings by default: the batch AR requests decode in when no verified request
+        waits (engines.scheduler: AR rows ride in verified's loop and never draft)."""
+        return replace(self.block_params(GenerationRequest(prompt=[0], mode="verified")), canvas=self.config.canvas_length)
+
     def prompt_ids(self, req: GenerationRequest) -> list[int]:
         try:
             return self._prompt_ids(req)
@@ -184,10 +190,11 @@ class DiffusionEngine:
                 param="messages" if req.messages is not None else "prompt",
             )
         if req.mode == "verified" and not params.seeded:
-            # A verified row caps its drafts at its own canvas (its DraftControl), so verified requests
-            # that differ only in it batch together: keyed apart, 8 concurrent requests of three
+            # A verified row caps its drafts at its own canvas and step count (its DraftControl), so
+            # verified requests that differ only in them batch together, and with AR's rows, which ride
+            # in verified's batches (engines.scheduler): keyed apart, 8 concurrent requests of three
             # predicted lengths decoded as three batches taking turns.
-            params = replace(params, canvas=self.config.canvas_length)
+            params = replace(params, canvas=self.config.canvas_length, steps=self.verified_params.steps)
         return ids, params
 
     def row(self, req: GenerationRequest, ids: list[int], on_text=None, on_done=None) -> Row:

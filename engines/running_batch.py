@@ -1,4 +1,5 @@
-"""One mode's running batch in the scheduler (`Batch`) and the fairness rule between batches (`pick`).
+"""One lane's running batch in the scheduler (`Batch`), which requests it takes (`lane`, `fits`) and the
+fairness rule between batches (`pick`).
 
 The scheduler (engines.scheduler) keeps one running batch per mode with work and steps them one
 step at a time on one decode thread. Each `Batch` counts the decode time its steps used; `pick`
@@ -25,10 +26,25 @@ class Batch:
     used_s: float = 0.0  # decode time its steps took, from the least of the running batches' when it started
     failure: BaseException | None = None  # why its loop could not start
 
+    def live(self) -> list[Row]:
+        return [r for r in self.rows if r.finish_reason is None and r.error is None]
+
     def running(self) -> int:
-        return sum(1 for r in self.rows if r.finish_reason is None and r.error is None)
+        return len(self.live())
 
 
 def pick(batches: list[Batch]) -> Batch:
     """The fairness rule: the batch that has used the least decode time steps next (ties: the one started first)."""
     return min(batches, key=lambda b: b.used_s)
+
+
+def lane(mode: str) -> str:
+    """The batches a mode's requests decode in: canvases (block) or tokens (verified, and AR as rows that never draft)."""
+    return "canvas" if mode == "block" else "tokens"
+
+
+def fits(batch_key: tuple, key: tuple) -> bool:
+    """Whether a running batch keyed `batch_key` takes a waiting request keyed `key`: the same mode and
+    settings, or an AR request in a verified batch that drafts (its rows never draft, so no setting of verified's is
+    theirs; a batch of skeleton-seeded drafts has no draft for a row without a skeleton)."""
+    return key == batch_key or (key[0] == "ar" and batch_key[0] == "verified" and not batch_key[1].seeded)

@@ -3,19 +3,22 @@ batches interleaved step by step on one copy of the weights.
 
 - `submit(request)` and `stream(request)` validate at once, in a thread off the event loop (bad
   input raises 400 before it queues; engines.prompt_bounds bounds what a long prompt costs), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
-- One worker thread decodes. Each mode with work has one running batch: the oldest waiting request
-  of that mode and every compatible waiting one (same mode and denoising settings) up to
-  `max_batch_size`. Between steps (AR: every token; block: every denoising pass and commit;
+- One worker thread decodes, in two lanes (`lane`): canvases (block mode) and tokens (verified and
+  AR mode). Each lane with work has one running batch: the oldest waiting request of that lane and
+  every compatible waiting one (same mode and denoising settings; an AR request fits any batch of
+  its lane) up to `max_batch_size`. AR requests decode in verified's loop as rows that never draft
+  (engines.drafting): AR's tokens and verified's AR steps are one encoder pass over one batch. Between steps (AR: every token; block: every denoising pass and commit;
   verified: every round or AR step; engines.stepping) a running batch admits compatible newcomers
   into free slots at its own loop's joining points; finished rows leave at once.
 - Fairness between modes (`pick`, engines.running_batch): the worker steps the running batch that has used the least
-  decode time since it started, one step at a time; a batch starts at the least time of those
-  running, so it neither jumps ahead of them nor waits for them to catch up. Modes with work share
-  the decode thread's time equally, whatever their steps cost: between two steps of a batch whose
-  last step took d, each other running batch runs at most d plus one step of its own. A stream of
-  canvases never holds AR's tokens back, nor the reverse.
-- Fairness within a mode: a batch stops admitting once a request of its mode with other settings
-  has waited `max_wait_s`, so it drains and that request's batch starts.
+  decode time since it started, one step at a time, a step charged to its batch as its seconds
+  shared among the modes whose rows it served (a tokens step for AR and verified rows counts half);
+  a batch starts at the least time of those running, so it neither jumps ahead of them nor waits
+  for them to catch up. So every mode with work gets an equal share of the decode thread, whatever
+  its steps cost: between two steps of a batch charged d, each other running batch is charged at
+  most d plus one step of its own. A stream of canvases never holds AR's tokens back, nor the reverse.
+- Fairness within a lane: a batch stops admitting once a request of its lane it cannot take (other
+  settings) has waited `max_wait_s`, so it drains and that request's batch starts.
 - A client that goes away (its await is cancelled) marks its row cancelled; the batch drops it
   at its next step, or it leaves the queue at once.
 """
@@ -34,7 +37,7 @@ from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
 from engines.errors import EngineOverloadedError, EngineUnavailableError
 from engines.rows import Row
-from engines.running_batch import Batch, pick
+from engines.running_batch import Batch, fits, lane, pick
 from engines.types import EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.scheduler")
@@ -62,8 +65,9 @@ class SchedulerStats:
     failed: int = 0
     batches: int = 0  # batches started (one runs per mode at a time)
     admitted_mid_batch: int = 0  # requests that joined a running batch
-    steps: dict[str, int] = field(default_factory=dict)  # mode -> decode steps taken (engines.stepping)
-    decode_s: dict[str, float] = field(default_factory=dict)  # mode -> seconds its steps took: each mode's share of the replica
+    # mode -> decode steps that served its rows (engines.stepping) and their seconds; a step for two modes counts for each
+    steps: dict[str, int] = field(default_factory=dict)
+    decode_s: dict[str, float] = field(default_factory=dict)
 
 
 class Scheduler:
@@ -73,9 +77,9 @@ class Scheduler:
         self.stats = SchedulerStats()
         self._pending: deque[tuple[tuple, Row]] = deque()
         self._cv = threading.Condition()
-        self._batches: dict[str, Batch] = {}  # mode -> its running batch
+        self._batches: dict[str, Batch] = {}  # lane -> its running batch
         # called from the worker after every step with (the batch, every running batch's used time
-        # when it was picked, the step's seconds): tests check the fairness rule with it
+        # when it was picked, what the step was charged): tests check the fairness rule with it
         self.on_step: Callable[[Batch, dict[str, float], float], None] | None = None
         self.interleave = self.config.interleave if self.config.interleave is not None else not replays_cuda_graphs(engine)
         self._closed = False
@@ -89,7 +93,8 @@ class Scheduler:
 
         def done(row: Row) -> None:
             self._count(row)  # before the caller can see its result: stats never lag a finished request
-            loop.call_soon_threadsafe(_settle, future, row)
+            if not loop.is_closed():  # a closed loop has no caller left to tell (a cancelled row the worker finished)
+                loop.call_soon_threadsafe(_settle, future, row)
 
         def prepare() -> tuple[Row, tuple]:
             ids, params = self.engine.validate(request)
@@ -154,8 +159,9 @@ class Scheduler:
             by_mode: dict[str, int] = {}
             for (mode, _), _row in self._pending:
                 by_mode[mode] = by_mode.get(mode, 0) + 1
-            for mode, batch in self._batches.items():
-                by_mode[mode] = by_mode.get(mode, 0) + batch.running()
+            for batch in self._batches.values():
+                for row in batch.live():
+                    by_mode[row.request.mode] = by_mode.get(row.request.mode, 0) + 1
             return EngineLoad(
                 queued=len(self._pending),
                 running=sum(b.running() for b in self._batches.values()),
@@ -173,10 +179,10 @@ class Scheduler:
     # ---- the worker ----------------------------------------------------------------------------
 
     def _take(self, key: tuple, n: int) -> list[Row]:
-        """Up to `n` waiting rows with `key`, oldest first (caller holds the lock)."""
+        """Up to `n` waiting rows a batch keyed `key` takes, oldest first (caller holds the lock)."""
         taken, rest = [], deque()
         for k, row in self._pending:
-            if k == key and len(taken) < n:
+            if fits(key, k) and len(taken) < n:
                 taken.append(row)
             else:
                 rest.append((k, row))
@@ -198,9 +204,9 @@ class Scheduler:
             batch.rows = [r for r in batch.rows if r.finish_reason is None and r.error is None]
             if free <= 0 or not self._pending:
                 return []
-            mode = batch.key[0]  # interleaving, only a request of its own mode waits for this batch to drain
-            oldest = next(((k, r) for k, r in self._pending if k[0] == mode or not self.interleave), None)
-            if oldest is not None and oldest[0] != batch.key and time.perf_counter() - oldest[1].started > self.config.max_wait_s:
+            mine = lane(batch.key[0])  # interleaving, only a request of its own lane waits for this batch to drain
+            oldest = next(((k, r) for k, r in self._pending if lane(k[0]) == mine or not self.interleave), None)
+            if oldest is not None and not fits(batch.key, oldest[0]) and time.perf_counter() - oldest[1].started > self.config.max_wait_s:
                 return []  # let the batch drain so that its mode's waiting group starts
             rows = self._take(batch.key, free)
             batch.rows += rows
@@ -208,17 +214,19 @@ class Scheduler:
             return rows
 
     def _start_batches(self) -> list[Batch]:
-        """A batch for every mode with waiting requests and no running batch (caller holds the lock)."""
+        """A batch for every lane with waiting requests and no running batch (caller holds the lock)."""
         started = []
         while True:
             if self._batches and not self.interleave:
                 return started
-            key = next((k for k, _ in self._pending if k[0] not in self._batches), None)
+            key = next((k for k, _ in self._pending if lane(k[0]) not in self._batches), None)
             if key is None:
                 return started
+            if key[0] == "ar":  # AR rows decode in verified's loop: with a waiting verified request's settings, or the engine's
+                key = next((k for k, _ in self._pending if k[0] == "verified" and fits(k, key)), ("verified", self.engine.verified_params))
             rows = self._take(key, self.config.max_batch_size)
             clock = min((b.used_s for b in self._batches.values()), default=0.0)
-            batch = self._batches[key[0]] = Batch(key, rows, used_s=clock)
+            batch = self._batches[lane(key[0])] = Batch(key, rows, used_s=clock)
             self.stats.batches += 1
             started.append(batch)
 
@@ -232,19 +240,21 @@ class Scheduler:
                 for batch in [] if self._closed else self._start_batches():  # closing: the running batches finish
                     batch.steps = self._open(batch)
                 batch = pick(list(self._batches.values()))
-                clocks = {mode: b.used_s for mode, b in self._batches.items()}
+                clocks = {name: b.used_s for name, b in self._batches.items()}
+                served = {row.request.mode for row in batch.live()} or {batch.key[0]}  # a prefill's rows are not live yet
             began = time.perf_counter()
             going = self._step(batch)
             seconds = time.perf_counter() - began
-            batch.used_s += seconds
-            mode = batch.key[0]
+            charged = seconds / len(served)  # every mode with work gets an equal share: a step for two modes counts half
+            batch.used_s += charged
             with self._cv:
-                self.stats.steps[mode] = self.stats.steps.get(mode, 0) + 1
-                self.stats.decode_s[mode] = round(self.stats.decode_s.get(mode, 0.0) + seconds, 6)
+                for mode in served:
+                    self.stats.steps[mode] = self.stats.steps.get(mode, 0) + 1
+                    self.stats.decode_s[mode] = round(self.stats.decode_s.get(mode, 0.0) + seconds, 6)
                 if not going:
-                    del self._batches[mode]
+                    del self._batches[lane(batch.key[0])]
             if self.on_step is not None:
-                self.on_step(batch, clocks, seconds)
+                self.on_step(batch, clocks, charged)
 
     def _open(self, batch: Batch):
         """The batch's decode loop (engines.stepping); None when it cannot start (its rows fail at its first step)."""

@@ -1,8 +1,10 @@
-"""One scheduler, one copy of the weights, every mode: the modes' batches interleave step by step
-(engines.scheduler, engines.stepping). Each mode with work gets its own batch at once; the worker
-steps the batch that has used the least decode time, so a long request of one mode never holds
-another mode's request back; rows still join and leave mid-batch, cancel cleanly, reuse a prompt
-head another mode prefilled, and get the same tokens as alone."""
+"""One scheduler, one copy of the weights, every mode: two lanes' batches interleave step by step
+(engines.scheduler, engines.stepping), canvases (block) and tokens (verified, with AR's rows riding
+in its batches: one encoder pass for both modes' tokens). Each lane with work gets its own batch at
+once; the worker steps the batch charged the least decode time, a step's time shared among the modes
+it served, so a long request of one mode never holds another mode's request back; rows still join
+and leave mid-batch, cancel cleanly, reuse a prompt head another mode prefilled, and get the same
+tokens as alone."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import asyncio
 import pytest
 
 from engines import DiffusionEngine, GenerationRequest, GenerationResult
+from engines.running_batch import lane
 from engines.scheduler import Scheduler, SchedulerConfig
 from tests.engines.factories import PROMPTS, chat
 
@@ -18,8 +21,8 @@ from tests.engines.factories import PROMPTS, chat
 @pytest.fixture
 def scheduler(engine):
     s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16))
-    trace: list[tuple[str, dict[str, float], float]] = []  # (mode stepped, every running batch's used time before it, its step's time)
-    s.on_step = lambda batch, clocks, seconds: trace.append((batch.key[0], clocks, seconds))
+    trace: list[tuple[str, dict[str, float], float]] = []  # (lane stepped, every running batch's used time before it, its step's charge)
+    s.on_step = lambda batch, clocks, charged: trace.append((lane(batch.key[0]), clocks, charged))
     s.trace = trace
     yield s
     s.close()
@@ -44,8 +47,8 @@ async def until(condition, tries: int = 2000) -> bool:
 
 def check_rule(trace) -> None:
     """The fairness rule, step by step: the batch that steps is one that had used the least time;
-    between two steps of a batch whose last step took d, every other batch runs at most d plus
-    its own longest step."""
+    between two steps of a batch whose last step was charged d, every other batch is charged at
+    most d plus its own longest step."""
     for mode, clocks, _ in trace:
         assert clocks[mode] <= min(clocks.values()) + 1e-9, (mode, clocks)
     longest: dict[str, float] = {}
@@ -64,7 +67,7 @@ def check_rule(trace) -> None:
         last[mode] = i
 
 
-@pytest.mark.parametrize("long_mode,short_mode", [("ar", "block"), ("block", "ar"), ("verified", "ar"), ("ar", "verified")])
+@pytest.mark.parametrize("long_mode,short_mode", [("ar", "block"), ("block", "ar"), ("verified", "block"), ("block", "verified")])
 def test_a_long_request_of_one_mode_does_not_hold_another_back(scheduler, long_mode, short_mode, drafts_anywhere):
     async def run():
         first = asyncio.ensure_future(scheduler.submit(long(long_mode)))
@@ -81,12 +84,63 @@ def test_a_long_request_of_one_mode_does_not_hold_another_back(scheduler, long_m
     check_rule(trace)
     # While both ran, each mode had a fair share of the decode time: the short request's steps, from
     # its first to its last, took about half of it (the rule, with one step either way of slack).
-    steps = [i for i, (mode, _, _) in enumerate(trace) if mode == short_mode]
+    long_lane, short_lane = lane(long_mode), lane(short_mode)
+    steps = [i for i, (name, _, _) in enumerate(trace) if name == short_lane]
     window = trace[steps[0] : steps[-1] + 1]
-    used = {m: sum(s for mm, _, s in window if mm == m) for m in (long_mode, short_mode)}
-    assert used[long_mode] > 0, "the long request did not step while the short one ran"
-    longest_other = max(s for m, _, s in window if m == long_mode)
-    assert used[long_mode] <= used[short_mode] + 2 * longest_other, used
+    used = {name: sum(s for n, _, s in window if n == name) for name in (long_lane, short_lane)}
+    assert used[long_lane] > 0, "the long request did not step while the short one ran"
+    longest_other = max(s for n, _, s in window if n == long_lane)
+    assert used[long_lane] <= used[short_lane] + 2 * longest_other, used
+
+
+@pytest.mark.parametrize("long_mode,short_mode", [("verified", "ar"), ("ar", "verified")])
+def test_ar_and_verified_rows_decode_in_one_batch_with_the_tokens_they_get_alone(engine, scheduler, long_mode, short_mode, drafts_anywhere):
+    """AR's rows ride in verified's batch: every step that served the short request also served the
+    long one (one encoder pass for both modes' tokens), no second batch ran, and the short request
+    got the tokens it gets alone without waiting for the long one."""
+    most_batches = [0]
+
+    async def run():
+        first = asyncio.ensure_future(scheduler.submit(long(long_mode)))
+        assert await until(lambda: scheduler.load().running == 1)
+        second = asyncio.ensure_future(scheduler.submit(short(short_mode)))
+        while not second.done():
+            most_batches[0] = max(most_batches[0], len(scheduler._batches))
+            await asyncio.sleep(0.002)
+        assert not first.done(), f"the {short_mode} request waited for the long {long_mode} one"
+        # every step so far served the long request (the worker counts a step's modes before it traces it)
+        steps, served = len(scheduler.trace), dict(scheduler.load().stats["steps"])
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        return second.result(), steps, served
+
+    answer, steps, served = asyncio.run(run())
+    assert answer.token_ids == engine.generate(short(short_mode)).token_ids
+    assert most_batches[0] == 1, "the two modes' rows decoded in batches of their own"
+    assert served[short_mode] > 0 and served[long_mode] >= steps, (served, steps)
+
+
+def test_a_step_that_serves_two_modes_is_charged_to_each_half(scheduler, drafts_anywhere):
+    """Block, verified and AR rows at once: the tokens lane serves two modes, so the modes' equal
+    shares give it twice the decode time of the canvas lane (charged the full time, the lanes would
+    split it evenly)."""
+    async def run():
+        tasks = [asyncio.ensure_future(scheduler.submit(long(mode, seed=i))) for i, mode in enumerate(("block", "verified", "ar"))]
+        assert await until(lambda: scheduler.load().running == 3)
+        start = len(scheduler.trace)
+        assert await until(lambda: len(scheduler.trace) >= start + 10), "the batches stopped stepping"
+        before = scheduler.load().stats["decode_s"]  # from here on every row decodes: no prefill in the window
+        assert await until(lambda: len(scheduler.trace) >= start + 90), "the batches stopped stepping"
+        after = scheduler.load().stats["decode_s"]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert await until(lambda: scheduler.load().running == 0)
+        return {mode: after[mode] - before[mode] for mode in ("block", "verified", "ar")}
+
+    seconds = asyncio.run(run())  # a mode's decode_s counts every step that served it, in full
+    assert seconds["verified"] == pytest.approx(seconds["ar"], rel=0.05), "AR's and verified's rows stepped apart"
+    assert 1.6 <= seconds["ar"] / seconds["block"] <= 2.5, seconds
 
 
 def test_interleaving_changes_no_token_and_rows_join_their_modes_batch(engine, scheduler, drafts_anywhere):
@@ -125,16 +179,16 @@ def test_a_cancelled_row_leaves_its_batch_and_the_other_modes_decode_on(schedule
         ar = asyncio.ensure_future(scheduler.submit(long("ar", seed=1)))
         joiner = asyncio.ensure_future(scheduler.submit(long("ar", seed=2)))
         assert await until(lambda: scheduler.load().running == 3), "the three rows never ran together"
-        assert len(scheduler._batches) == 2  # block's batch and AR's, the second AR row joined AR's
+        assert len(scheduler._batches) == 2  # block's batch and the tokens lane's, the second AR row joined the first's
         assert scheduler.load().by_mode == {"block": 1, "ar": 2}  # what routing prices the modes' turns by
         block.cancel()
         assert await until(lambda: scheduler.load().running == 2), "the cancelled block row is still decoding"
         assert scheduler.load().by_mode == {"ar": 2}
-        assert await until(lambda: "block" not in scheduler._batches), "block's emptied batch did not end"
+        assert await until(lambda: "canvas" not in scheduler._batches), "block's emptied batch did not end"
         joiner.cancel()
         assert await until(lambda: scheduler.load().running == 1)
         assert not ar.done(), "the AR row it shared a batch with must decode on"
-        served = await scheduler.submit(short("verified"))  # a new mode's batch starts beside it
+        served = await scheduler.submit(short("verified"))  # a verified request joins the AR row's batch (its settings are its own)
         assert not ar.done()
         ar.cancel()
         assert await until(lambda: scheduler.load().running == 0)
@@ -174,8 +228,8 @@ def test_without_interleaving_one_batch_runs_at_a_time(engine):
     """SchedulerConfig(interleave=False), what an engine replaying CUDA graphs gets: the scheduler
     before interleaving, a request of another mode waits for the running batch to end."""
     s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, interleave=False))
-    modes: list[str] = []
-    s.on_step = lambda batch, clocks, seconds: modes.append(batch.key[0])
+    lanes: list[str] = []
+    s.on_step = lambda batch, clocks, charged: lanes.append(lane(batch.key[0]))
     try:
         async def run():
             first = asyncio.ensure_future(s.submit(long("ar", tokens=60)))
@@ -185,4 +239,5 @@ def test_without_interleaving_one_batch_runs_at_a_time(engine):
         asyncio.run(run())
     finally:
         s.close()
-    assert modes == sorted(modes, key=lambda m: m != "ar"), "the modes' steps interleaved"
+    assert lanes[0] == "tokens" and "canvas" in lanes, lanes
+    assert lanes == sorted(lanes, key=lambda name: name != "tokens"), "the lanes' steps interleaved"

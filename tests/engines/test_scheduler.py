@@ -26,13 +26,13 @@ async def wait_load(scheduler, predicate, timeout_s: float = 60.0) -> None:
 
 
 async def queued_behind_another_batch(scheduler, requests, mode):
-    """Submits `requests` while the worker is held after a step of a long request of another mode
-    (its on_step hook waits on a gate: each mode gets its own batch at once otherwise), so all of
+    """Submits `requests` while the worker is held after a step of a long request of another lane
+    (its on_step hook waits on a gate: each lane gets its own batch at once otherwise), so all of
     them wait together; then cancels that one and opens the gate. The worker starts a batch with
     the first `max_batch_size` of them, the holder's batch ends at its canvas or token boundary,
     and the rest can only join the new batch mid-batch, as its shortest rows finish, whatever the
     machine's speed."""
-    other = "block" if mode == "ar" else "ar"
+    other = "ar" if mode == "block" else "block"  # AR and verified rows share a lane (engines.running_batch.lane)
     gate = threading.Event()
     scheduler.on_step = lambda *_: gate.wait()
     holder = asyncio.ensure_future(scheduler.submit(chat(PROMPTS[7], mode=other, max_new_tokens=3000, stop_token_ids=[])))
