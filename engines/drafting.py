@@ -119,8 +119,9 @@ class DraftControl:
     def for_request(cls, request, params: BlockParams, largest: int, sure_below: float = SURE_ENTROPY) -> "DraftControl":
         """`start` for an `engines.types.GenerationRequest`: its first draft at most its own canvas
         setting and step count (verified requests of several canvases and step counts batch
-        together under the model's), its seed, its expected length. An AR request never drafts: it rides in verified's batches for their AR
-        steps (one encoder pass for both modes' tokens) and writes AR's tokens, as in AR mode."""
+        together under the model's), its seed, its expected length. An AR request never drafts: it
+        rides in verified's batches for their AR steps (one encoder pass for both modes' tokens) and
+        writes AR's tokens, as in AR mode."""
         if request.mode == "ar":
             return cls(canvas=0, largest=largest, sure_below=sure_below, drafts=False)
         plan = cls.start(replace(params, canvas=request.canvas or params.canvas), largest, request.seed, sure_below, request.expected_tokens)

@@ -5,20 +5,20 @@ batches interleaved step by step on one copy of the weights.
   input raises 400 before it queues; engines.prompt_bounds bounds what a long prompt costs), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
 - One worker thread decodes, in two lanes (`lane`): canvases (block mode) and tokens (verified and
   AR mode). Each lane with work has one running batch: the oldest waiting request of that lane and
-  every compatible waiting one (same mode and denoising settings; an AR request fits any batch of
-  its lane) up to `max_batch_size`. AR requests decode in verified's loop as rows that never draft
-  (engines.drafting): AR's tokens and verified's AR steps are one encoder pass over one batch. Between steps (AR: every token; block: every denoising pass and commit;
+  every compatible waiting one up to `max_batch_size` (`fits`: same mode and denoising settings;
+  an AR request fits any verified batch that drafts). AR requests decode in verified's loop as
+  rows that never draft (engines.drafting): AR's tokens and verified's AR steps are one encoder
+  pass over one batch. Between steps (AR: every token; block: every denoising pass and commit;
   verified: every round or AR step; engines.stepping) a running batch admits compatible newcomers
   into free slots at its own loop's joining points; finished rows leave at once.
-- Fairness between modes (`pick`, engines.running_batch): the worker steps the running batch that has used the least
-  decode time since it started, one step at a time, a step charged to its batch as its seconds
+- Fairness between modes (`pick`, engines.running_batch): the worker steps the running batch charged
+  the least decode time since it started, one step at a time, a step charged to its batch as its seconds
   shared among the modes whose rows it served (a tokens step for AR and verified rows counts half);
   a batch starts at the least time of those running, so it neither jumps ahead of them nor waits
   for them to catch up. So every mode with work gets an equal share of the decode thread, whatever
   its steps cost: between two steps of a batch charged d, each other running batch is charged at
   most d plus one step of its own. A stream of canvases never holds AR's tokens back, nor the reverse.
-- Fairness within a lane: a batch stops admitting once a request of its lane it cannot take (other
-  settings) has waited `max_wait_s`, so it drains and that request's batch starts.
+- Fairness within a lane: a batch stops admitting once a request of its lane it cannot take has waited `max_wait_s`.
 - A client that goes away (its await is cancelled) marks its row cancelled; the batch drops it
   at its next step, or it leaves the queue at once.
 """
@@ -63,7 +63,7 @@ class SchedulerStats:
     rejected: int = 0  # queue full
     cancelled: int = 0
     failed: int = 0
-    batches: int = 0  # batches started (one runs per mode at a time)
+    batches: int = 0  # batches started (one runs per lane at a time)
     admitted_mid_batch: int = 0  # requests that joined a running batch
     # mode -> decode steps that served its rows (engines.stepping) and their seconds; a step for two modes counts for each
     steps: dict[str, int] = field(default_factory=dict)
