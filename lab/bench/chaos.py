@@ -38,6 +38,11 @@ from pathlib import Path
 import httpx
 
 from lab.bench.load import mixed_workload, oversized_workload, run_until
+from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S
+
+# The gateway counts a killed engine down by its next load poll: at most one poll interval away, the
+# poll's own timeout, and then Ray's answer to "are its replicas gone", asked with the same timeout.
+DETECTION_S = POLL_INTERVAL_S + 2 * PROBE_TIMEOUT_S
 
 
 @dataclass
@@ -48,6 +53,10 @@ class Fault:
     restore: Callable[[], None] | None = None  # undo it after hold_s (start Redis again); None: the system repairs itself
     hold_s: float = 0.0
     notes: Callable[[], str] | None = None  # what the fault itself saw (the oversized prompts' answers), for its row
+    # how long after inject a new request can still meet the fault itself (an engine kill: until the gateway's
+    # probe can have counted the engine down); None: the whole window. Only requests started before then are
+    # timed against the fault: a later one meets the repaired system, or a machine busy starting the replacement.
+    exposed_s: float | None = None
 
 
 class Admin:
@@ -98,7 +107,7 @@ def kill_engine(admin: Admin, engine: str) -> Fault:
         load = (s or {}).get("engines", {}).get(engine, {})
         return bool(s) and load.get("pid") not in (None, victim["pid"]) and not s["routing"]["health"][engine]["down"]
 
-    return Fault(f"kill {engine} engine", inject, repaired)
+    return Fault(f"kill {engine} engine", inject, repaired, exposed_s=DETECTION_S)
 
 
 def kill_gateway(admin: Admin) -> Fault:
@@ -187,7 +196,7 @@ async def soak(url: str, faults: list[Fault], concurrency: int = 8, deadline_s: 
     outcomes = await load
     ends = [at for _, at, _ in marks[1:]] + [float("inf")]
     calm = sorted(o.latency_s for o in outcomes if marks and o.finished < marks[0][1])
-    rows = [_row(fault.name, [o for o in outcomes if at <= o.finished < end], at, repaired_s, deadline_s)
+    rows = [_row(fault.name, [o for o in outcomes if at <= o.finished < end], at, repaired_s, deadline_s, fault.exposed_s)
             | {"notes": fault.notes() if fault.notes else None} for (fault, at, repaired_s), end in zip(marks, ends)]
     return {"faults": rows, "total": _row("whole soak", outcomes, None, None, deadline_s),
             "fault_free_median_s": round(calm[len(calm) // 2], 3) if calm else None}
@@ -198,22 +207,32 @@ def lost(o) -> bool:
     return o.status == 0 or o.error in ("no_done", "not_an_openai_error_body", "http")
 
 
-def _row(name: str, outcomes: list, at: float | None, repaired_s: float | None, deadline_s: float) -> dict:
+def _row(name: str, outcomes: list, at: float | None, repaired_s: float | None, deadline_s: float, exposed_s: float | None = None) -> dict:
+    """`max_wait_past_fault_s`: the longest wait past the fault of a request started before the fault's
+    exposure ended (`exposed_s` after it; None: any); `slowest_later_s`: the slowest request started after that."""
     failed = [o for o in outcomes if o.status != 200 or o.error]
-    waits = [o.finished - max(at, o.finished - o.latency_s) for o in outcomes] if at is not None else []
+    exposed = [o for o in outcomes if exposed_s is None or o.finished - o.latency_s < at + exposed_s] if at is not None else []
+    waits = [o.finished - max(at, o.finished - o.latency_s) for o in exposed]
+    worst = exposed[waits.index(max(waits))] if waits else None
+    later = [o.latency_s for o in outcomes if exposed_s is not None and o.finished - o.latency_s >= at + exposed_s] if at is not None else []
     return {
         "fault": name, "requests": len(outcomes), "failed": len(failed), "degraded": sum(o.degraded for o in outcomes),
         "streams_cut": sum(o.stream and o.status == 200 for o in failed),  # had sent text: ended by an error event, or cut
         "lost": sum(lost(o) for o in outcomes), "hung": sum(o.latency_s > deadline_s + 5 for o in outcomes),
         "failed_pct": round(100 * len(failed) / max(1, len(outcomes)), 2),
         "max_wait_past_fault_s": round(max(waits), 2) if waits else None,
+        "slowest_later_s": round(max(later), 2) if later else None,
         "repaired_s": round(repaired_s, 1) if repaired_s is not None else None,
         "errors": sorted({f"{o.status}/{o.error}" for o in failed}), "notes": None,
+        # where the longest wait went: when that request started (s after the fault; < 0: in flight at it),
+        # how long it took, the mode that answered and whether it was failed over
+        "worst": {"started_s": round(worst.finished - worst.latency_s - at, 2), "latency_s": round(worst.latency_s, 2),
+                  "mode": worst.mode, "degraded": worst.degraded, "stream": worst.stream, "status": worst.status} if worst else None,
     }
 
 
 def table(report: dict) -> str:
-    cols = ["fault", "requests", "failed", "failed_pct", "streams_cut", "degraded", "lost", "hung", "max_wait_past_fault_s", "repaired_s", "errors",
+    cols = ["fault", "requests", "failed", "failed_pct", "streams_cut", "degraded", "lost", "hung", "max_wait_past_fault_s", "slowest_later_s", "repaired_s", "errors",
             "notes"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in report["faults"] + [report["total"]]:
