@@ -15,6 +15,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from engines.rows import Row
+from engines.types import LANE_OF_MODE, Lane
 
 
 @dataclass
@@ -39,9 +40,9 @@ def pick(batches: list[Batch]) -> Batch:
     return min(batches, key=lambda b: b.used_s)
 
 
-def lane(mode: str) -> str:
-    """The batches a mode's requests decode in: canvases (block) or tokens (verified, and AR as rows that never draft)."""
-    return "canvas" if mode == "block" else "tokens"
+def lane(mode: str) -> Lane:
+    """The batches a mode's requests decode in (engines.types.LANE_OF_MODE)."""
+    return LANE_OF_MODE[mode]
 
 
 def fits(batch_key: tuple, key: tuple) -> bool:

@@ -15,6 +15,10 @@ MODES: tuple[Mode, ...] = ("block", "verified", "ar")
 # which deployment serves a mode is the app's layout's to say (router.decision.layouts).
 Engine = Literal["block", "ar"]
 ENGINE_OF_MODE: dict[Mode, Engine] = {"block": "block", "verified": "block", "ar": "ar"}
+# The batches a mode's requests decode in on any replica (engines.scheduler): canvases (block) or
+# tokens (verified, and AR as rows that never draft: one encoder pass over one KV cache serves both).
+Lane = Literal["canvas", "tokens"]
+LANE_OF_MODE: dict[Mode, Lane] = {"block": "canvas", "verified": "tokens", "ar": "tokens"}
 FinishReason = Literal["stop", "length", "cancelled"]
 
 

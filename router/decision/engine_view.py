@@ -43,7 +43,7 @@ class EngineView:
     # Empty on an engine of one kind of work (the split layout), whose prices stay as they were.
     by_mode: dict[str, int] = field(default_factory=dict)  # mode -> its requests there now, waiting or decoding
     step_ms: dict[str, float] = field(default_factory=dict)  # mode -> ms per decode step there lately, measured under the present mix
-    ar_work_ms: float | None = None  # AR's decode work ahead there: the end of the longest AR request this gateway has in flight
+    tokens_work_ms: float | None = None  # the tokens lane's work ahead there (AR, verified): the end of its longest request this gateway has in flight
 
     def factor(self, mode: str, task: str | None) -> float:
         """How much longer than the cost profile's estimate a `mode` request of `task` takes in the engine."""
@@ -82,7 +82,7 @@ class Ticket:
     mode: str = ""  # the mode it was sent in
     task: str | None = None  # the router's task type for it
     estimate_ms: float | None = None  # the cost profile's finish estimate then (uncalibrated)
-    backlog_end: float | None = None  # its place in the block engine's backlog (AR on a shared replica: in its AR work, `RoutingView.ar_work`)
+    backlog_end: float | None = None  # its place in its work ahead (`RoutingView.work_of`: the canvas backlog or a shared replica's tokens work)
     load: LoadState = IDLE  # the engines' load at dispatch: it is calibrated with the requests sent in the same state
     agrees: bool = True  # the agreement head expected block to answer as AR (verified's draft share is kept apart by it)
     # `reestimate(tokens, share)`: the same estimate redone for a length (None: the predicted one)

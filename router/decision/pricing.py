@@ -7,9 +7,11 @@ estimate, failover's "can the other mode finish in time") prices with the same p
 was chosen by, and the gateway's failover needs nothing from the router.
 
 On a shared replica (one engine serving every mode, the shared layout) a mode does not escape the
-others' work by moving: the replica's scheduler interleaves the modes' batches at one decode
-thread, so a mode is priced by its own work there plus the turns the other kind's steps take
-(`turns_ms`). Moving a request from block to AR there does not leave the canvases behind.
+others' work by moving: the replica's scheduler interleaves two lanes at one decode thread
+(engines.types.LANE_OF_MODE: canvases for block; tokens for verified and AR, whose rows share one
+batch and its steps), so a mode is priced by its own lane's work there plus the turns the other
+lane's steps take (`turns_ms`). Moving a request from block to AR there does not leave the
+canvases behind, and moving one from verified to AR does not leave verified's rows behind.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engines.defaults import MIN_PREFIX_TOKENS
-from engines.types import ENGINE_OF_MODE
+from engines.types import LANE_OF_MODE
 from router.decision.engine_view import EngineView
 from router.decision.features import PromptSize
 from router.decision.layouts import engine_of
@@ -45,21 +47,23 @@ class Pricing:
         engine has reused. Verified is priced by the share of its tokens drafts wrote lately for the
         task and the agreement head's expectation (`agrees`: block expected to answer as AR), once
         known (or by `draft_share` when given: what one finished request's drafts wrote). On a
-        shared replica (`EngineView.by_mode`), the queue it waits in is its own kind's (the
-        scheduler starts a batch per mode), and the other kind's turns are added (`turns_ms`)."""
+        shared replica (`EngineView.by_mode`), the queue it waits in is its own lane's: block behind
+        the canvas backlog; verified and AR as rows of one batch (batch-mates, at the batch's
+        capacity); and the other lane's turns are added (`turns_ms`)."""
         e = view.get(engine_of(view, mode)) if view else None
         if self.cost is None or e is None or not e.reachable:
             return None
         prompt = prompt or PromptSize(0, 0)
         cached = expected_cached_tokens(prompt, e)
         share = draft_share if draft_share is not None else e.draft_share.get(DraftKey(task, agrees)) if task else None
-        queued, running = e.queued, e.running
-        if e.by_mode:  # a shared replica: only its own kind's requests batch with it or are ahead of it
-            mine = sum(n for m, n in e.by_mode.items() if ENGINE_OF_MODE[m] == ENGINE_OF_MODE[mode])
+        queued, running, backlog = e.queued, e.running, e.backlog_ms
+        if e.by_mode:  # a shared replica: only its own lane's requests batch with it or are ahead of it
+            mine = sum(n for m, n in e.by_mode.items() if LANE_OF_MODE[m] == LANE_OF_MODE[mode])
             running = min(mine, max(1, e.capacity))
             queued = mine - running
+            backlog = e.backlog_ms if LANE_OF_MODE[mode] == "canvas" else None  # the canvas backlog holds block's work only
         own = self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, queued, running, max(1, e.capacity),
-                                  task, backlog_ms=e.backlog_ms, prompt_tokens=prompt.tokens, cached_tokens=cached,
+                                  task, backlog_ms=backlog, prompt_tokens=prompt.tokens, cached_tokens=cached,
                                   draft_share=share)
         return own + turns_ms(mode, own, e)
 
@@ -76,21 +80,25 @@ class Pricing:
 
 
 def turns_ms(mode: str, own_ms: float, engine: EngineView) -> float:
-    """Milliseconds a shared replica's decode thread spends on the other kind of work (canvases for
-    an AR request, AR tokens for a canvas one) while a `mode` request's own work (`own_ms`) is done
-    there; 0 on an engine of one kind (the split layout). The scheduler's fairness rule
-    (engines.running_batch.pick): the modes with work get equal decode time, a step at a time, so between
-    two steps of a batch each other mode runs at most as long plus one step of its own. Each other
-    mode with requests there so takes `own_ms` plus one of its steps (measured there lately), and
-    together at most their work ahead: the canvas backlog for AR, AR's work for a canvas (unknown to
-    this gateway, e.g. another gateway's requests: no bound). The other modes of the request's own
-    kind are already in its own estimate (block and verified behind one canvas backlog)."""
-    kind = ENGINE_OF_MODE[mode]
-    others = [m for m, n in engine.by_mode.items() if n and ENGINE_OF_MODE[m] != kind]
+    """Milliseconds a shared replica's decode thread spends on the other lane (canvases for a verified
+    or AR request, tokens for a canvas one) while a `mode` request's own work (`own_ms`) is done
+    there; 0 on an engine of one lane's modes (the split layout's AR engine; its block engine is
+    priced as one serial server by its backlog). The scheduler's fairness rule (engines.scheduler):
+    every mode with work gets an equal share of decode time, a step at a time, and a step that served
+    several modes' rows is charged to each in part. So a lane with k of the busy modes gets k of
+    their shares: beside k modes of its own lane, each busy mode of the other lane takes `own_ms` / k
+    plus one of its steps (measured there lately), together at most the other lane's work ahead: the
+    canvas backlog for a tokens request, the tokens lane's for a canvas (unknown to this gateway,
+    e.g. another gateway's requests: no bound). The modes of its own lane are already in its own
+    estimate (verified and AR rows batch together; block behind the canvas backlog)."""
+    lane = LANE_OF_MODE[mode]
+    busy = {m for m, n in engine.by_mode.items() if n} | {mode}
+    others = [m for m in busy if LANE_OF_MODE[m] != lane]
     if not others:
         return 0.0
-    turns = sum(own_ms + engine.step_ms.get(m, 0.0) for m in others)
-    ahead = engine.backlog_ms if kind == "ar" else engine.ar_work_ms
+    mine = len(busy) - len(others)
+    turns = sum(own_ms / mine + engine.step_ms.get(m, 0.0) for m in others)
+    ahead = engine.backlog_ms if lane == "tokens" else engine.tokens_work_ms
     return min(turns, ahead) if ahead else turns
 
 

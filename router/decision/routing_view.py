@@ -1,21 +1,19 @@
 """What routing knows of the engines, kept by the gateway: `RoutingView`.
 
-It fetches the engines' cost profile (`cost`: the Router prices modes by it, `Router(costs=view)`),
-polls each engine's load every half second (off the request path; each poll is also the engine's
-health probe, `router.decision.engine_health`), counts the requests this gateway has sent since (a
-burst routed inside one poll interval would otherwise all see the same idle engine), prices the
-block engine's work ahead (`Backlog`) and learns from what comes back (`router.decision.live_costs`):
-- the share of verified's tokens its drafts really wrote, per task and agreement (`DraftShare`, by
-  `DraftKey`): the profile prices verified from the task suite's acceptance, today's prompts of a
-  task may draft far less;
-- how much longer than the cost profile's estimate each engine's own time really is
-  (`Calibration`), overall and per mode and task type, apart for each `LoadState` (idle, busy,
-  the other engine busy), each request compared with its estimate redone for what it wrote (a
-  task's own factor: at the length the router predicted, see `Ticket.reestimate`);
+It fetches the engines' cost profile (`cost`: the Router prices modes by it, `Router(costs=view)`), polls each
+engine's load every half second (off the request path; each poll is also the engine's health probe,
+`router.decision.engine_health`), counts the requests this gateway has sent since (a burst routed inside one poll
+interval would otherwise all see the same idle engine), prices the work ahead (`Backlog`, `work_of`) and learns
+from what comes back (`router.decision.live_costs`):
+- the share of verified's tokens its drafts really wrote, per task and agreement (`DraftShare`, by `DraftKey`):
+  the profile prices verified from the task suite's acceptance, today's prompts of a task may draft far less;
+- how much longer than the cost profile's estimate each engine's own time really is (`Calibration`), overall and
+  per mode and task type, apart for each `LoadState` (idle, busy, the other engine busy), each request compared
+  with its estimate redone for what it wrote (a task's own factor: at the predicted length, `Ticket.reestimate`);
 - the per-request overhead outside the engine (`Overhead`), added to estimates, not scaled.
-`decide()` reads one typed snapshot of all that: an `EngineView` per engine (router.decision.engine_view).
-The gateway's failover asks it what a dispatch costs (`dispatch`) and which mode can take over a
-failed one in the time left (`takeover_mode`), both by the decision's own policy and prices.
+`decide()` reads one typed snapshot of all that: an `EngineView` per engine (router.decision.engine_view). The
+gateway's failover asks it what a dispatch costs (`dispatch`) and which mode can take over a failed one in the
+time left (`takeover_mode`), both by the decision's own policy and prices.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from collections.abc import Callable
 
 from engines.cost import CostProfile
 from engines.prompt_bounds import PromptLimit
-from engines.types import ENGINE_OF_MODE, DecodeStats, EngineLoad, GenerationRequest
+from engines.types import ENGINE_OF_MODE, LANE_OF_MODE, DecodeStats, EngineLoad, GenerationRequest
 from router.decision.engine_client import EngineClient
 from router.decision.engine_health import EngineHealth, replica_died
 from router.decision.engine_view import Engine, EngineView, Ticket, prefix_reuse, step_ms
@@ -67,17 +65,15 @@ class RoutingView:
         self._in_flight: dict[Engine, int] = {e: 0 for e in engines}  # requests this gateway has there now
         self._finished_since_poll: dict[Engine, int] = {e: 0 for e in engines}  # the poll may count them
         self.backlog = Backlog()  # estimated work ahead of the block engine
-        # Engines whose scheduler interleaves canvas and AR work (the shared layout's one engine):
-        # their view carries each mode's requests, measured step times and AR's work ahead, and
-        # pricing counts the turns the other kind of work takes there (router.decision.pricing.turns_ms).
+        # Engines serving block and AR (the shared layout's): their view carries each mode's requests, step times and the
+        # tokens lane's work ahead, and pricing counts the turns the other lane takes there (router.decision.pricing.turns_ms).
         self.interleaved = {e for e in engines if len({ENGINE_OF_MODE[m] for m in layout.modes(e)}) > 1}
-        self.ar_work: dict[Engine, Backlog] = defaultdict(lambda: Backlog(batched=True))  # AR's work ahead of such an engine
+        self.tokens_work: dict[Engine, Backlog] = defaultdict(lambda: Backlog(batched=True))  # verified's and AR's rows share steps
         self._mode_in_flight: dict[str, int] = defaultdict(int)  # requests of each mode this gateway has at its engine now
         self._mode_finished_since_poll: dict[str, int] = defaultdict(int)
         self._step_ms: dict[Engine, dict[str, float]] = defaultdict(dict)  # mode -> ms per step lately, from the polls' counters
-        # Calibration is kept apart per `LoadState`: the profile prices a lone request on an idle
-        # machine well, and a batch, a queue or two engines sharing the cores only roughly; one factor
-        # for all would carry a busy spell's error into the next lone request (and back).
+        # Calibration is kept apart per `LoadState`: the profile prices a lone request on an idle machine well, and a batch,
+        # a queue or two engines sharing the cores only roughly; one factor would carry a busy spell's error to the next.
         self.calibration: dict[tuple[Engine, LoadState], Calibration] = defaultdict(Calibration)  # (engine, load) -> its own
         # (mode, task, load) -> its own, at the predicted length; not clamped at 4x (a task whose drafts miss runs
         # 10x over a suite-based estimate) nor at 0.5x (a task whose p90 length is 4x what it writes)
@@ -188,7 +184,7 @@ class RoutingView:
                                    seen=frozenset(m for (m, at), n in self.answered.items() if self.layout.engine(m) == name and at == state and n),
                                    by_mode={m: n for m in self.layout.modes(name) if (n := self._mode_occupied(m, load))} if shared else {},
                                    step_ms=dict(self._step_ms[name]) if shared else {},
-                                   ar_work_ms=self.ar_work[name].ahead_ms(time.monotonic()) if shared else None)
+                                   tokens_work_ms=self.tokens_work[name].ahead_ms(time.monotonic()) if shared else None)
         return out
 
     def _mode_occupied(self, mode: str, load: EngineLoad) -> int:
@@ -197,8 +193,7 @@ class RoutingView:
         return max(polled, self._mode_in_flight[mode])
 
     def _occupied(self, name: Engine) -> int:
-        """Requests at an engine now: its last poll less what finished since, or this gateway's own
-        in-flight count when that is higher."""
+        """Requests at an engine: its last poll less what finished since, or this gateway's in-flight count if higher."""
         load = self._polled.get(name)
         polled = max(0, load.queued + load.running - self._finished_since_poll[name]) if load is not None else 0
         return max(polled, self._in_flight[name])
@@ -217,13 +212,18 @@ class RoutingView:
         engine = self.layout.engine(gen.mode)
         ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
                         load=self.load_state(engine), agrees=agrees)
-        if ENGINE_OF_MODE[gen.mode] == "block" and service_ms is not None:  # canvas work: the backlog the cost profile prices it behind
-            ticket.backlog_end = self.backlog.add(service_ms, ticket.started)
-        elif engine in self.interleaved and service_ms is not None:  # AR work the canvases take turns with
-            ticket.backlog_end = self.ar_work[engine].add(service_ms, ticket.started)
+        if (work := self.work_of(engine, gen.mode)) is not None and service_ms is not None:
+            ticket.backlog_end = work.add(service_ms, ticket.started)
         self._in_flight[engine] += 1
         self._mode_in_flight[gen.mode] += 1
         return ticket
+
+    def work_of(self, engine: Engine, mode: str) -> Backlog | None:
+        """The work ahead a `mode` request joins: its lane's on a shared replica (canvas backlog or tokens work);
+        elsewhere the block engine's backlog (block and verified: one serial server), or none (AR: priced by its batch)."""
+        if engine in self.interleaved:
+            return self.backlog if LANE_OF_MODE[mode] == "canvas" else self.tokens_work[engine]
+        return self.backlog if ENGINE_OF_MODE[mode] == "block" else None
 
     def dispatch(self, gen: GenerationRequest, decision: Decision) -> Ticket:
         """`dispatched`, priced by the prices `decision` was routed by and counted under its draft key."""
@@ -266,8 +266,8 @@ class RoutingView:
         self._finished_since_poll[ticket.engine] += 1
         self._mode_in_flight[ticket.mode] -= 1
         self._mode_finished_since_poll[ticket.mode] += 1
-        if ticket.backlog_end is not None:
-            (self.backlog if ENGINE_OF_MODE[ticket.mode] == "block" else self.ar_work[ticket.engine]).done(ticket.backlog_end, now)
+        if ticket.backlog_end is not None and (work := self.work_of(ticket.engine, ticket.mode)) is not None:
+            work.done(ticket.backlog_end, now)
         estimate = as_priced = ticket.estimate_ms
         if ok and estimate and stats is not None and stats.output_tokens and ticket.reestimate is not None:
             share = stats.accepted / stats.output_tokens

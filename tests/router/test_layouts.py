@@ -89,10 +89,10 @@ def test_on_a_shared_replica_ar_does_not_escape_the_canvases_it_takes_turns_with
     assert r.priced_ms("ar", tokens, r.policy, stayed.task, shared, prompt) == pytest.approx(alone + turns, rel=0.01)
 
 
-def test_the_view_of_a_shared_replica_carries_each_modes_requests_step_time_and_ar_work():
+def test_the_view_of_a_shared_replica_carries_each_modes_requests_step_time_and_tokens_work():
     """What pricing counts the turns by: each mode's requests there (the poll's, or this gateway's own
     when more), each mode's ms per step between two polls (the scheduler's steps and decode_s), and
-    the AR work this gateway has there (AR rows share steps: the longest one's end, not their sum)."""
+    the tokens lane's work this gateway has there (its rows share steps: the longest one's end, not their sum)."""
     class Replica:  # the EngineClient call the poll makes (router.decision.engine_client)
         def __init__(self):
             self.loads = iter([
@@ -112,13 +112,13 @@ def test_the_view_of_a_shared_replica_carries_each_modes_requests_step_time_and_
     seen = view.view()["shared"]
     assert seen.by_mode == {"block": 2, "ar": 3}, "AR: this gateway's three in flight outnumber the poll's two"
     assert seen.step_ms == pytest.approx({"block": 150.0, "ar": 5.0}), "block: 0.6 s over its last 4 steps; ar: since the start"
-    assert 700.0 < seen.ar_work_ms <= 800.0, "the longest AR request's end, not the three's sum"
+    assert 700.0 < seen.tokens_work_ms <= 800.0, "the longest AR request's end, not the three's sum"
     for ticket in ar:
         view.returned(ticket, ok=False)
-    assert view.view()["shared"].by_mode == {"block": 2} and view.view()["shared"].ar_work_ms == 0.0
+    assert view.view()["shared"].by_mode == {"block": 2} and view.view()["shared"].tokens_work_ms == 0.0
     split = RoutingView({"block": None, "ar": None})
     split._polled = {e: EngineLoad(queued=0, running=1, capacity=8, max_queue=64, by_mode={"ar": 1}) for e in ("block", "ar")}
-    assert split.view()["ar"].by_mode == {} and split.view()["ar"].ar_work_ms is None, "the split layout is priced as before"
+    assert split.view()["ar"].by_mode == {} and split.view()["ar"].tokens_work_ms is None, "the split layout is priced as before"
 
 
 def test_a_canvas_on_a_shared_replica_waits_for_ar_turns_no_longer_than_ar_has_work():
@@ -128,6 +128,46 @@ def test_a_canvas_on_a_shared_replica_waits_for_ar_turns_no_longer_than_ar_has_w
     at = lambda **v: EngineViews({"shared": EngineView(capacity=8, backlog_ms=0.0, **v)}, SHARED)  # noqa: E731
     price = lambda v: Pricing(CPU).finish_estimate("block", 200, 12, 256, "write", v)  # noqa: E731
     assert price(at(by_mode={"block": 1})) == pytest.approx(own)
-    assert price(at(by_mode={"ar": 4}, step_ms={"ar": 5.0}, ar_work_ms=10_000.0)) == pytest.approx(2 * own + 5.0)
-    assert price(at(by_mode={"ar": 4}, step_ms={"ar": 5.0}, ar_work_ms=100.0)) == pytest.approx(own + 100.0)
+    assert price(at(by_mode={"ar": 4}, step_ms={"ar": 5.0}, tokens_work_ms=10_000.0)) == pytest.approx(2 * own + 5.0)
+    assert price(at(by_mode={"ar": 4}, step_ms={"ar": 5.0}, tokens_work_ms=100.0)) == pytest.approx(own + 100.0)
     assert price({"block": EngineView(capacity=8, backlog_ms=0.0)}) == pytest.approx(own)
+
+
+def test_a_shared_replicas_work_ahead_is_kept_by_lane():
+    """Verified's rows share the tokens lane's steps with AR's on a shared replica: its work joins the
+    tokens lane's, not the canvas backlog; on the split layout's block engine it joins the backlog."""
+    shared, split = RoutingView({"shared": None}, layout=SHARED), RoutingView({"block": None, "ar": None})
+    for view in (shared, split):
+        view.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=None, service_ms=500.0)
+    ticket = split.dispatched(GenerationRequest(prompt="x", mode="block"), estimate_ms=None, service_ms=100.0)
+    assert split.backlog.ahead_ms(ticket.started) > 500.0, "split: verified's and block's work, one serial server"
+    ticket = shared.dispatched(GenerationRequest(prompt="x", mode="block"), estimate_ms=None, service_ms=100.0)
+    assert shared.backlog.ahead_ms(ticket.started) == pytest.approx(100.0), "shared: the canvas backlog holds block's work only"
+    assert 400.0 < shared.tokens_work["shared"].ahead_ms(ticket.started) <= 500.0, "shared: verified's work is the tokens lane's"
+
+
+def shared_at(**view) -> EngineViews:
+    return EngineViews({"shared": EngineView(capacity=8, **{"backlog_ms": 0.0} | view)}, SHARED)
+
+
+def test_verified_and_ar_are_batch_mates_on_a_shared_replica_not_each_others_turns():
+    """A tokens-lane request prices the other tokens mode's rows into its own batch (one step serves
+    both), not as turns; only the canvases' turns are added, and they are shared by the lane's modes."""
+    price = lambda mode, v: Pricing(CPU).finish_estimate(mode, 100, 12, 256, "write", v)  # noqa: E731
+    ar_alone = CPU.finish_ms("ar", 100, 12, 256, queued=0, running=4, capacity=8)
+    assert price("ar", shared_at(by_mode={"verified": 4})) == pytest.approx(ar_alone), "verified's rows: batch-mates, no turns"
+    verified = CPU.finish_ms("verified", 100, 12, 256, queued=0, running=4, capacity=8)
+    assert price("verified", shared_at(by_mode={"ar": 4}, backlog_ms=60_000.0)) == pytest.approx(verified), \
+        "verified waits in the tokens lane, not behind the canvas backlog, when no canvas is there"
+    # with canvases too: the tokens lane holds two of the three busy modes, so block takes half of its time
+    turns = price("ar", shared_at(by_mode={"verified": 4, "block": 2}, step_ms={"block": 40.0}, backlog_ms=60_000.0)) - ar_alone
+    assert turns == pytest.approx(ar_alone / 2 + 40.0)
+
+
+def test_a_canvas_beside_both_tokens_modes_takes_two_of_three_shares_in_turns():
+    own = CPU.finish_ms("block", 200, 12, 256, queued=0, running=0, capacity=8, backlog_ms=0.0)
+    price = lambda v: Pricing(CPU).finish_estimate("block", 200, 12, 256, "write", v)  # noqa: E731
+    both = shared_at(by_mode={"ar": 2, "verified": 2}, step_ms={"ar": 5.0, "verified": 9.0}, tokens_work_ms=100_000.0)
+    assert price(both) == pytest.approx(3 * own + 14.0)
+    assert price(shared_at(by_mode={"ar": 2, "verified": 2}, tokens_work_ms=300.0)) == pytest.approx(own + 300.0), \
+        "no longer than the tokens lane has work"
