@@ -64,6 +64,7 @@ class EngineDeployment:
         device: str = "cpu",
         threads: int | None = None,
         max_batch_size: int = MAX_BATCH_SIZE,
+        lane_threads: int = 1,
         max_queue: int = MAX_QUEUE,
         max_wait_s: float = MAX_WAIT_S,
         prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS,
@@ -87,7 +88,8 @@ class EngineDeployment:
             from engines.warm_up import warm_up
 
             log.info("engine compiled its calls for %s in %.1f s", self.modes, warm_up(self.engine, self.modes))
-        self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s))
+        self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s,
+                                                                   lane_threads=lane_threads))
         self.replica = replica_name()
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
 
@@ -145,8 +147,8 @@ class EngineDeployment:
 
     def check_health(self) -> None:
         """Ray Serve calls this periodically; a dead scheduler thread restarts the replica."""
-        if not self.scheduler._worker.is_alive():
-            raise RuntimeError("scheduler worker thread died")
+        if not self.scheduler.alive():
+            raise RuntimeError("a scheduler worker thread died")
 
     def __del__(self):
         scheduler = getattr(self, "scheduler", None)

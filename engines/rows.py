@@ -122,6 +122,17 @@ class Row:
             stats=self.stats,
         )
 
+    def settle(self, future) -> None:
+        """Hand the caller's asyncio future this row's outcome: its result, its error, or cancelled."""
+        if future.done():
+            return
+        if self.error is not None:
+            future.set_exception(self.error)
+        elif self.cancelled:
+            future.cancel()
+        else:
+            future.set_result(self.result())
+
 
 # Between steps a running batch asks for newcomers: free slots -> rows that join now
 # (validated, and compatible with the batch's mode and denoising settings).

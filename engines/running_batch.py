@@ -45,6 +45,11 @@ def lane(mode: str) -> Lane:
     return LANE_OF_MODE[mode]
 
 
+def serves(lanes: frozenset | None, mode: str) -> bool:
+    """Whether a scheduler worker stepping `lanes` (None: every lane) decodes `mode`'s requests."""
+    return lanes is None or lane(mode) in lanes
+
+
 def fits(batch_key: tuple, key: tuple) -> bool:
     """Whether a running batch keyed `batch_key` takes a waiting request keyed `key`: the same mode and
     settings, or an AR request in a verified batch that drafts (its rows never draft, so no setting of verified's is

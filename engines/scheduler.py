@@ -3,21 +3,19 @@ batches interleaved step by step on one copy of the weights.
 
 - `submit(request)` and `stream(request)` validate at once, in a thread off the event loop (bad
   input raises 400 before it queues; engines.prompt_bounds bounds what a long prompt costs), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
-- One worker thread decodes, in two lanes (`lane`): canvases (block mode) and tokens (verified and
-  AR mode). Each lane with work has one running batch: the oldest waiting request of that lane and
-  every compatible waiting one up to `max_batch_size` (`fits`: same mode and denoising settings;
-  an AR request fits any verified batch that drafts). AR requests decode in verified's loop as
-  rows that never draft (engines.drafting): AR's tokens and verified's AR steps are one encoder
-  pass over one batch. Between steps (AR: every token; block: every denoising pass and commit;
-  verified: every round or AR step; engines.stepping) a running batch admits compatible newcomers
-  into free slots at its own loop's joining points; finished rows leave at once.
-- Fairness between modes (`pick`, engines.running_batch): the worker steps the running batch charged
-  the least decode time since it started, one step at a time, a step charged to its batch as its seconds
-  shared among the modes whose rows it served (a tokens step for AR and verified rows counts half);
-  a batch starts at the least time of those running, so it neither jumps ahead of them nor waits
-  for them to catch up. So every mode with work gets an equal share of the decode thread, whatever
-  its steps cost: between two steps of a batch charged d, each other running batch is charged at
-  most d plus one step of its own. A stream of canvases never holds AR's tokens back, nor the reverse.
+- Worker threads decode, in two lanes (`lane`): canvases (block mode) and tokens (verified and
+  AR mode). One thread steps both lanes (`lane_threads` 1: a GPU's one stream), or each lane has its
+  own (2: a CPU with a core per lane; torch's operators release the GIL, so the lanes decode at once
+  on one copy of the weights). Each lane with work has one running batch: the oldest waiting request
+  of that lane and every compatible one up to `max_batch_size` (`fits`: same mode and settings; an
+  AR request fits any verified batch that drafts, as a row that never drafts: AR's tokens and
+  verified's AR steps are one encoder pass). Between steps (engines.stepping) a running batch admits
+  compatible newcomers into free slots; finished rows leave at once.
+- Fairness between modes on one thread (`pick`, engines.running_batch): the running batch charged
+  the least decode time steps next, a step's seconds shared among the modes whose rows it served, so
+  every mode with work gets an equal share of the thread whatever its steps cost: a stream of
+  canvases never holds AR's tokens back, nor the reverse. With a thread per lane the lanes take no
+  turns (inside the tokens lane, engines.verified's STEP_SHARE).
 - Fairness within a lane: a batch stops admitting once a request of its lane it cannot take has waited `max_wait_s`.
 - A client that goes away (its await is cancelled) marks its row cancelled; the batch drops it
   at its next step, or it leaves the queue at once.
@@ -37,8 +35,8 @@ from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
 from engines.errors import EngineOverloadedError, EngineUnavailableError
 from engines.rows import Row
-from engines.running_batch import Batch, fits, lane, pick
-from engines.types import EngineLoad, GenerationRequest, GenerationResult
+from engines.running_batch import Batch, fits, lane, pick, serves
+from engines.types import LANES, EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.scheduler")
 
@@ -54,6 +52,7 @@ class SchedulerConfig:
     # them; untested on a GPU). False: one batch at a time, and a batch stops admitting once a
     # request it cannot take has waited max_wait_s (the scheduler before interleaving).
     interleave: bool | None = None
+    lane_threads: int = 1  # decode threads: 1 steps both lanes in turn, 2 gives each its own (interleaving only)
 
 
 @dataclass
@@ -78,13 +77,16 @@ class Scheduler:
         self._pending: deque[tuple[tuple, Row]] = deque()
         self._cv = threading.Condition()
         self._batches: dict[str, Batch] = {}  # lane -> its running batch
-        # called from the worker after every step with (the batch, every running batch's used time
-        # when it was picked, what the step was charged): tests check the fairness rule with it
+        # after every step, from its worker: (the batch, the worker's batches' used time when picked, the step's charge)
         self.on_step: Callable[[Batch, dict[str, float], float], None] | None = None
         self.interleave = self.config.interleave if self.config.interleave is not None else not replays_cuda_graphs(engine)
         self._closed = False
-        self._worker = threading.Thread(target=self._work, name="tandem-scheduler", daemon=True)
-        self._worker.start()
+        # Each worker thread steps the batches of its lanes (None: every lane, one thread for all).
+        groups = [frozenset({name}) for name in LANES] if self.interleave and self.config.lane_threads > 1 else [None]
+        self._workers = [threading.Thread(target=self._work, args=(g,), name=f"tandem-scheduler-{'-'.join(g or ['all'])}", daemon=True)
+                         for g in groups]
+        for worker in self._workers:
+            worker.start()
 
     # ---- the async side ------------------------------------------------------------------------
 
@@ -94,7 +96,7 @@ class Scheduler:
         def done(row: Row) -> None:
             self._count(row)  # before the caller can see its result: stats never lag a finished request
             if not loop.is_closed():  # a closed loop has no caller left to tell (a cancelled row the worker finished)
-                loop.call_soon_threadsafe(_settle, future, row)
+                loop.call_soon_threadsafe(row.settle, future)
 
         def prepare() -> tuple[Row, tuple]:
             ids, params = self.engine.validate(request)
@@ -114,7 +116,7 @@ class Scheduler:
                 )
             self._pending.append(((request.mode, params), row))
             self.stats.submitted += 1
-            self._cv.notify()
+            self._cv.notify_all()  # the worker of its lane, whichever that is
         return row, future
 
     async def submit(self, request: GenerationRequest) -> GenerationResult:
@@ -169,7 +171,12 @@ class Scheduler:
                 max_queue=self.config.max_queue,
                 stats={k: dict(v) if isinstance(v, dict) else v for k, v in vars(self.stats).items()},  # copies: the worker updates them
                 by_mode={m: n for m, n in by_mode.items() if n},
+                lane_threads=len(self._workers),
             )
+
+    def alive(self) -> bool:
+        """Whether every worker thread still runs (a replica whose decoding died should restart)."""
+        return all(worker.is_alive() for worker in self._workers)
 
     def close(self) -> None:
         with self._cv:
@@ -213,34 +220,36 @@ class Scheduler:
             self.stats.admitted_mid_batch += len(rows)
             return rows
 
-    def _start_batches(self) -> list[Batch]:
-        """A batch for every lane with waiting requests and no running batch (caller holds the lock)."""
+    def _start_batches(self, lanes: frozenset | None) -> list[Batch]:
+        """A batch for every lane of `lanes` (None: all) with waiting requests and no running batch (caller holds the lock)."""
         started = []
         while True:
             if self._batches and not self.interleave:
                 return started
-            key = next((k for k, _ in self._pending if lane(k[0]) not in self._batches), None)
+            key = next((k for k, _ in self._pending if lane(k[0]) not in self._batches and serves(lanes, k[0])), None)
             if key is None:
                 return started
             if key[0] == "ar":  # AR rows decode in verified's loop: with a waiting verified request's settings, or the engine's
                 key = next((k for k, _ in self._pending if k[0] == "verified" and fits(k, key)), ("verified", self.engine.verified_params))
             rows = self._take(key, self.config.max_batch_size)
-            clock = min((b.used_s for b in self._batches.values()), default=0.0)
+            clock = min((b.used_s for b in self._batches.values() if serves(lanes, b.key[0])), default=0.0)
             batch = self._batches[lane(key[0])] = Batch(key, rows, used_s=clock)
             self.stats.batches += 1
             started.append(batch)
 
-    def _work(self) -> None:
+    def _work(self, lanes: frozenset | None) -> None:
+        """A worker's loop: step the running batches of `lanes` (None: every lane), one step at a time."""
+        mine = lambda: [b for b in self._batches.values() if serves(lanes, b.key[0])]  # noqa: E731
         while True:
             with self._cv:
-                while not self._pending and not self._batches and not self._closed:
+                while not any(serves(lanes, k[0]) for k, _ in self._pending) and not mine() and not self._closed:
                     self._cv.wait()
-                if self._closed and not self._batches:
+                if self._closed and not mine():
                     return
-                for batch in [] if self._closed else self._start_batches():  # closing: the running batches finish
+                for batch in [] if self._closed else self._start_batches(lanes):  # closing: the running batches finish
                     batch.steps = self._open(batch)
-                batch = pick(list(self._batches.values()))
-                clocks = {name: b.used_s for name, b in self._batches.items()}
+                batch = pick(running := mine())
+                clocks = {lane(b.key[0]): b.used_s for b in running}
                 served = {row.request.mode for row in batch.live()} or {batch.key[0]}  # a prefill's rows are not live yet
             began = time.perf_counter()
             going = self._step(batch)
@@ -288,13 +297,3 @@ def replays_cuda_graphs(engine) -> bool:
     """Whether the engine's compiled calls replay CUDA graphs (engines.compiled: reduce-overhead on CUDA)."""
     return bool(getattr(engine, "compiled", False)) and engine.model.device.type == "cuda"
 
-
-def _settle(future: asyncio.Future, row: Row) -> None:
-    if future.done():
-        return
-    if row.error is not None:
-        future.set_exception(row.error)
-    elif row.cancelled:
-        future.cancel()
-    else:
-        future.set_result(row.result())

@@ -19,6 +19,7 @@ ENGINE_OF_MODE: dict[Mode, Engine] = {"block": "block", "verified": "block", "ar
 # tokens (verified, and AR as rows that never draft: one encoder pass over one KV cache serves both).
 Lane = Literal["canvas", "tokens"]
 LANE_OF_MODE: dict[Mode, Lane] = {"block": "canvas", "verified": "tokens", "ar": "tokens"}
+LANES: tuple[Lane, ...] = ("canvas", "tokens")
 FinishReason = Literal["stop", "length", "cancelled"]
 
 
@@ -136,6 +137,7 @@ class EngineLoad:
     # mode -> its requests here, waiting or decoding: on a replica serving several modes, which of
     # them take turns at the decode thread now (the routing view prices a shared replica by it)
     by_mode: dict[str, int] = field(default_factory=dict)
+    lane_threads: int = 1  # its decode threads: 1, the lanes take turns at one; 2, each lane decodes on its own
     pid: int | None = None  # the replica's process
     rss_mb: float | None = None  # its resident memory
     node: str | None = None  # the Ray node it runs on (placement on a multi-node cluster)

@@ -25,6 +25,9 @@ class EngineArgs(BaseModel):
     dtype: str = Field("float32", description="Weights dtype: float32, bfloat16 or float16 (bfloat16 on GPUs).")
     device: str = Field("cpu", description="torch device for the model, e.g. cpu or cuda.")
     threads: int | None = Field(1, ge=1, description="torch intra-op threads per replica (null: torch's default).")
+    lane_threads: int = Field(
+        1, ge=1, le=2, description="Decode threads of a replica serving canvases and tokens (engines/scheduler.py): 1 steps the two "
+                                   "lanes in turn (a GPU: one stream); 2 gives each lane a thread of its own (a CPU with a core per lane).")
     max_batch_size: int = Field(MAX_BATCH_SIZE, ge=1, le=512, description="Requests decoded together per step.")
     max_queue: int = Field(MAX_QUEUE, ge=1, description="Waiting requests per replica before 429.")
     max_wait_s: float = Field(MAX_WAIT_S, gt=0, description="How long a request waits for a running batch of its mode with other denoising "

@@ -28,7 +28,18 @@ ADMIN_TOKEN = "bench-layouts-" + os.urandom(8).hex()
 MODES = ("block", "verified", "ar")
 
 
-def start_layouts(checkpoint: str | None, engine: dict, num_cpus: int = 4) -> tuple[dict[str, str], callable]:
+CONFIGS = {"split": "serve_config.yaml", "shared": "serve_config.shared.yaml"}  # each layout's engine settings
+
+
+def engine_settings(layout: str) -> dict:
+    """The `engine:` block of the layout's shipped config (the repository root's serve_config*.yaml)."""
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / CONFIGS[layout]
+    return yaml.safe_load(path.read_text())["applications"][0]["args"]["engine"]
+
+
+def start_layouts(checkpoint: str | None, engines: dict[str, dict], num_cpus: int = 4) -> tuple[dict[str, str], callable]:
     """Both layouts' apps in one local Ray cluster, each under its own route prefix; returns
     ({layout: base url}, stop) once both answer /ready."""
     import ray
@@ -46,7 +57,7 @@ def start_layouts(checkpoint: str | None, engine: dict, num_cpus: int = 4) -> tu
     serve.start(http_options={"host": "127.0.0.1", "port": port, **HTTP_LIMITS})
     urls = {}
     for layout in LAYOUTS:
-        serve.run(application({"checkpoint": checkpoint, "layout": layout, "engine": engine}), name=f"tandem-{layout}",
+        serve.run(application({"checkpoint": checkpoint, "layout": layout, "engine": engines[layout]}), name=f"tandem-{layout}",
                   route_prefix=f"/{layout}", blocking=False)
         urls[layout] = f"http://127.0.0.1:{port}/{layout}"
 
@@ -105,8 +116,9 @@ def main(args) -> int:
 
     items = realistic_items() if args.workload == "realistic" else generate_suite(args.n, split="test", seed=args.seed, families=TASK_FAMILIES)
     random.Random(args.seed).shuffle(items)
-    engine = {"threads": 1, "max_batch_size": 8, "max_queue": 64}  # serve_config.yaml's
-    urls, stop = start_layouts(args.checkpoint, engine)
+    engines = {layout: engine_settings(layout) for layout in LAYOUTS}
+    print("engine settings: " + "; ".join(f"{layout} ({CONFIGS[layout]}) {e}" for layout, e in engines.items()), flush=True)
+    urls, stop = start_layouts(args.checkpoint, engines)
     single, mixes = [], []
     try:
         for url in urls.values():

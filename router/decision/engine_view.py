@@ -43,6 +43,7 @@ class EngineView:
     # Empty on an engine of one kind of work (the split layout), whose prices stay as they were.
     by_mode: dict[str, int] = field(default_factory=dict)  # mode -> its requests there now, waiting or decoding
     step_ms: dict[str, float] = field(default_factory=dict)  # mode -> ms per decode step there lately, measured under the present mix
+    lanes_apart: bool = False  # each lane decodes on a thread of its own (engines.scheduler lane_threads 2): no turns taken
     tokens_work_ms: float | None = None  # the tokens lane's work ahead there (AR, verified): the end of its longest request this gateway has in flight
 
     def factor(self, mode: str, task: str | None) -> float:

@@ -90,7 +90,11 @@ def turns_ms(mode: str, own_ms: float, engine: EngineView) -> float:
     plus one of its steps (measured there lately), together at most the other lane's work ahead: the
     canvas backlog for a tokens request, the tokens lane's for a canvas (unknown to this gateway,
     e.g. another gateway's requests: no bound). The modes of its own lane are already in its own
-    estimate (verified and AR rows batch together; block behind the canvas backlog)."""
+    estimate (verified and AR rows batch together; block behind the canvas backlog). A replica whose
+    lanes decode on threads of their own takes no turns: 0 (what the two threads cost each other,
+    a core's share or the GIL, is in the step times measured under the present mix)."""
+    if engine.lanes_apart:
+        return 0.0
     lane = LANE_OF_MODE[mode]
     busy = {m for m, n in engine.by_mode.items() if n} | {mode}
     others = [m for m in busy if LANE_OF_MODE[m] != lane]

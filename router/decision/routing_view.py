@@ -183,7 +183,7 @@ class RoutingView:
                                    idle=state == IDLE,
                                    seen=frozenset(m for (m, at), n in self.answered.items() if self.layout.engine(m) == name and at == state and n),
                                    by_mode={m: n for m in self.layout.modes(name) if (n := self._mode_occupied(m, load))} if shared else {},
-                                   step_ms=dict(self._step_ms[name]) if shared else {},
+                                   step_ms=dict(self._step_ms[name]) if shared else {}, lanes_apart=shared and load.lane_threads > 1,
                                    tokens_work_ms=self.tokens_work[name].ahead_ms(time.monotonic()) if shared else None)
         return out
 

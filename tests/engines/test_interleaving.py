@@ -9,6 +9,8 @@ tokens as alone."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import pytest
 
@@ -241,3 +243,72 @@ def test_without_interleaving_one_batch_runs_at_a_time(engine):
         s.close()
     assert lanes[0] == "tokens" and "canvas" in lanes, lanes
     assert lanes == sorted(lanes, key=lambda name: name != "tokens"), "the lanes' steps interleaved"
+
+
+@pytest.fixture
+def threaded(engine):
+    """A scheduler whose lanes decode on a thread each (lane_threads 2, serve_config.shared.yaml's on a CPU)."""
+    s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, lane_threads=2))
+    steps: list[tuple[str, str, float, float]] = []  # (lane, worker thread, start, end) of every step
+    s.on_step = lambda batch, clocks, charged: steps.append(
+        (lane(batch.key[0]), threading.current_thread().name, time.perf_counter() - charged, time.perf_counter()))
+    s.steps_seen = steps
+    yield s
+    s.close()
+
+
+def test_with_a_thread_per_lane_the_lanes_decode_at_once(threaded):
+    """Block and AR rows (one mode each, so a step is charged its whole time): the canvas lane's
+    steps run on one worker thread and the tokens lane's on another, and their steps overlap in
+    time (on one thread they never do: each step ends before the next starts)."""
+    async def run():
+        tasks = [asyncio.ensure_future(threaded.submit(long(mode, seed=i))) for i, mode in enumerate(("block", "ar"))]
+        assert await until(lambda: threaded.load().running == 2)
+        start = len(threaded.steps_seen)
+        assert await until(lambda: len(threaded.steps_seen) >= start + 60), "the batches stopped stepping"
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert await until(lambda: threaded.load().running == 0)
+
+    asyncio.run(run())
+    assert threaded.load().lane_threads == 2
+    steps = threaded.steps_seen
+    threads = {name: {t for n, t, _, _ in steps if n == name} for name in ("canvas", "tokens")}
+    assert all(len(t) == 1 for t in threads.values()) and threads["canvas"] != threads["tokens"], threads
+    canvas = [(a, b) for n, _, a, b in steps if n == "canvas"]
+    tokens = [(a, b) for n, _, a, b in steps if n == "tokens"]
+    overlapping = sum(any(a < d and c < b for c, d in tokens) for a, b in canvas)
+    assert overlapping >= len(canvas) // 4, f"{overlapping} of {len(canvas)} canvas steps overlapped a tokens step"
+
+
+def test_with_a_thread_per_lane_every_answer_is_the_one_it_gets_alone(engine, threaded, drafts_anywhere):
+    """Staggered requests of every mode, joining and leaving their lanes' batches on two threads:
+    the same tokens as alone, and a cancelled row leaves while the other lane decodes on."""
+    lengths = [30, 9, 22, 5, 17, 12, 26, 7, 14]
+    requests = [chat(p, mode=("ar", "block", "verified")[i % 3], seed=i, max_new_tokens=n, canvas=8, max_denoising_steps=2, stop_token_ids=[])
+                for i, (p, n) in enumerate(zip(PROMPTS + PROMPTS, lengths))]
+
+    async def run():
+        doomed = asyncio.ensure_future(threaded.submit(long("block", seed=4)))
+        assert await until(lambda: threaded.load().running == 1)
+
+        async def one(i, r):
+            await asyncio.sleep(i * 0.01)
+            return await threaded.submit(r)
+
+        results = await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+        doomed.cancel()
+        await asyncio.gather(doomed, return_exceptions=True)
+        assert await until(lambda: threaded.load().running == 0), "the cancelled block row is still decoding"
+        return results
+
+    results = asyncio.run(run())
+    assert threaded.stats.admitted_mid_batch > 0, "no request joined its lane's running batch"
+    for request, result in zip(requests, results):
+        assert result.token_ids == engine.generate(request).token_ids, request.mode
+    assert threaded.stats.completed == len(requests) and threaded.stats.cancelled == 1
+    threaded.close()
+    for worker in threaded._workers:
+        worker.join(timeout=30)
+        assert not worker.is_alive(), f"{worker.name} did not stop on close()"

@@ -171,3 +171,22 @@ def test_a_canvas_beside_both_tokens_modes_takes_two_of_three_shares_in_turns():
     assert price(both) == pytest.approx(3 * own + 14.0)
     assert price(shared_at(by_mode={"ar": 2, "verified": 2}, tokens_work_ms=300.0)) == pytest.approx(own + 300.0), \
         "no longer than the tokens lane has work"
+
+
+def test_a_replica_whose_lanes_decode_on_threads_of_their_own_takes_no_turns():
+    """lane_threads 2 (the poll's `EngineLoad.lane_threads`): a canvas beside both tokens modes, and an
+    AR request beside canvases, are priced at their own lane's work alone."""
+    own = CPU.finish_ms("block", 200, 12, 256, queued=0, running=0, capacity=8, backlog_ms=0.0)
+    price = lambda mode, v: Pricing(CPU).finish_estimate(mode, 200, 12, 256, "write", v)  # noqa: E731
+    busy = {"by_mode": {"ar": 2, "verified": 2, "block": 2}, "step_ms": {"ar": 5.0, "verified": 9.0, "block": 40.0},
+            "tokens_work_ms": 100_000.0, "backlog_ms": 60_000.0}
+    assert price("block", shared_at(**busy | {"backlog_ms": 0.0}, lanes_apart=True)) == pytest.approx(own)
+    assert price("block", shared_at(**busy | {"backlog_ms": 0.0})) > 2 * own, "one thread: the tokens lane's turns"
+    ar = price("ar", shared_at(**busy, lanes_apart=True))
+    assert ar == pytest.approx(CPU.finish_ms("ar", 200, 12, 256, queued=0, running=4, capacity=8))
+    view = RoutingView({"shared": None}, layout=SHARED)
+    view._polled = {"shared": EngineLoad(queued=0, running=2, capacity=8, max_queue=64, by_mode={"ar": 2}, lane_threads=2)}
+    assert view.view()["shared"].lanes_apart
+    split = RoutingView({"block": None, "ar": None})
+    split._polled = {e: EngineLoad(queued=0, running=1, capacity=8, max_queue=64, lane_threads=2) for e in ("block", "ar")}
+    assert not split.view()["ar"].lanes_apart, "the split layout is priced as before"
