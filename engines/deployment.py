@@ -65,6 +65,7 @@ class EngineDeployment:
         threads: int | None = None,
         max_batch_size: int = MAX_BATCH_SIZE,
         lane_threads: int = 1,
+        canvas_nice: int = 0,
         max_queue: int = MAX_QUEUE,
         max_wait_s: float = MAX_WAIT_S,
         prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS,
@@ -89,7 +90,7 @@ class EngineDeployment:
 
             log.info("engine compiled its calls for %s in %.1f s", self.modes, warm_up(self.engine, self.modes))
         self.scheduler = Scheduler(self.engine, SchedulerConfig(max_batch_size=max_batch_size, max_queue=max_queue, max_wait_s=max_wait_s,
-                                                                   lane_threads=lane_threads))
+                                                                   lane_threads=lane_threads, canvas_nice=canvas_nice))
         self.replica = replica_name()
         log.info("engine ready: %s, modes %s", self.engine.path, self.modes)
 

@@ -11,6 +11,9 @@ those running, so it neither jumps ahead of them nor waits for them to catch up.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from collections.abc import Generator
 from dataclasses import dataclass
 
@@ -43,6 +46,14 @@ def pick(batches: list[Batch]) -> Batch:
 def lane(mode: str) -> Lane:
     """The batches a mode's requests decode in (engines.types.LANE_OF_MODE)."""
     return LANE_OF_MODE[mode]
+
+
+def lower_priority(nice: int) -> None:
+    """Lower the calling thread's OS priority by `nice` (Linux schedules threads as tasks; elsewhere
+    a whole process shares one priority, so nothing changes)."""
+    if nice and sys.platform == "linux":
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
 
 
 def serves(lanes: frozenset | None, mode: str) -> bool:

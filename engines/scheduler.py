@@ -1,24 +1,24 @@
 """Per-replica scheduler: step-level batching of concurrent requests over one engine, the modes'
 batches interleaved step by step on one copy of the weights.
 
-- `submit(request)` and `stream(request)` validate at once, in a thread off the event loop (bad
-  input raises 400 before it queues; engines.prompt_bounds bounds what a long prompt costs), enqueue (a full queue raises `EngineOverloadedError`, 429 with Retry-After) and await.
-- Worker threads decode, in two lanes (`lane`): canvases (block mode) and tokens (verified and
-  AR mode). One thread steps both lanes (`lane_threads` 1: a GPU's one stream), or each lane has its
-  own (2: a CPU with a core per lane; torch's operators release the GIL, so the lanes decode at once
-  on one copy of the weights). Each lane with work has one running batch: the oldest waiting request
-  of that lane and every compatible one up to `max_batch_size` (`fits`: same mode and settings; an
-  AR request fits any verified batch that drafts, as a row that never drafts: AR's tokens and
-  verified's AR steps are one encoder pass). Between steps (engines.stepping) a running batch admits
+- `submit(request)` and `stream(request)` validate at once, in a thread off the event loop (bad input
+  raises 400 before it queues), enqueue (a full queue raises `EngineOverloadedError`, 429) and await.
+- Worker threads decode, in two lanes (`lane`): canvases (block mode) and tokens (verified and AR).
+  One thread steps both (`lane_threads` 1: a GPU's one stream), or each lane has its own (2: a CPU
+  with a core per lane; torch's operators release the GIL). Each lane with work has one running
+  batch: the oldest waiting request of that lane and every compatible one up to `max_batch_size`
+  (`fits`: same mode and settings; an AR request fits any verified batch that drafts, as a row that
+  never drafts: one encoder pass for both). Between steps (engines.stepping) a running batch admits
   compatible newcomers into free slots; finished rows leave at once.
 - Fairness between modes on one thread (`pick`, engines.running_batch): the running batch charged
   the least decode time steps next, a step's seconds shared among the modes whose rows it served, so
   every mode with work gets an equal share of the thread whatever its steps cost: a stream of
   canvases never holds AR's tokens back, nor the reverse. With a thread per lane the lanes take no
-  turns (inside the tokens lane, engines.verified's STEP_SHARE).
-- Fairness within a lane: a batch stops admitting once a request of its lane it cannot take has waited `max_wait_s`.
-- A client that goes away (its await is cancelled) marks its row cancelled; the batch drops it
-  at its next step, or it leaves the queue at once.
+  turns: where they compete for a core, the OS weighs them (`canvas_nice`: a token step of a few ms
+  before a canvas pass of tens; CFS gives each thread its weight's share, so neither starves).
+- Fairness within a lane: a batch stops admitting once a request of its lane it cannot take has
+  waited `max_wait_s`. A cancelled row (its client went away) leaves at its batch's next step, or
+  the queue at once.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.engine import DiffusionEngine
 from engines.errors import EngineOverloadedError, EngineUnavailableError
 from engines.rows import Row
-from engines.running_batch import Batch, fits, lane, pick, serves
+from engines.running_batch import Batch, fits, lane, lower_priority, pick, serves
 from engines.types import LANES, EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.scheduler")
@@ -47,12 +47,12 @@ class SchedulerConfig:
     max_queue: int = MAX_QUEUE  # waiting requests beyond the running batch; more are refused with 429
     max_wait_s: float = MAX_WAIT_S  # how long an incompatible request may wait before batches stop admitting
     retry_after_s: float = 1.0  # Retry-After sent with a 429
-    # Interleave the modes' batches step by step (None: unless the engine replays CUDA graphs, whose
-    # outputs the next replay of the same graph overwrites while a suspended batch still holds
-    # them; untested on a GPU). False: one batch at a time, and a batch stops admitting once a
-    # request it cannot take has waited max_wait_s (the scheduler before interleaving).
+    # Interleave the modes' batches (None: unless the engine replays CUDA graphs, whose outputs the next
+    # replay overwrites while a suspended batch holds them). False: one batch at a time, and a batch
+    # stops admitting once a request it cannot take has waited max_wait_s.
     interleave: bool | None = None
     lane_threads: int = 1  # decode threads: 1 steps both lanes in turn, 2 gives each its own (interleaving only)
+    canvas_nice: int = 0  # with a thread per lane: how much lower the canvas lane's thread runs in the OS (Linux nice)
 
 
 @dataclass
@@ -240,6 +240,7 @@ class Scheduler:
     def _work(self, lanes: frozenset | None) -> None:
         """A worker's loop: step the running batches of `lanes` (None: every lane), one step at a time."""
         mine = lambda: [b for b in self._batches.values() if serves(lanes, b.key[0])]  # noqa: E731
+        lower_priority(self.config.canvas_nice if lanes == frozenset({"canvas"}) else 0)
         while True:
             with self._cv:
                 while not any(serves(lanes, k[0]) for k, _ in self._pending) and not mine() and not self._closed:

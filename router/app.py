@@ -28,6 +28,9 @@ class EngineArgs(BaseModel):
     lane_threads: int = Field(
         1, ge=1, le=2, description="Decode threads of a replica serving canvases and tokens (engines/scheduler.py): 1 steps the two "
                                    "lanes in turn (a GPU: one stream); 2 gives each lane a thread of its own (a CPU with a core per lane).")
+    canvas_nice: int = Field(
+        0, ge=0, le=19, description="With lane_threads 2: how much lower the canvas lane's thread runs in the OS scheduler (Linux "
+                                    "nice) than the tokens lane's, so that where they compete for a core AR's short steps go first.")
     max_batch_size: int = Field(MAX_BATCH_SIZE, ge=1, le=512, description="Requests decoded together per step.")
     max_queue: int = Field(MAX_QUEUE, ge=1, description="Waiting requests per replica before 429.")
     max_wait_s: float = Field(MAX_WAIT_S, gt=0, description="How long a request waits for a running batch of its mode with other denoising "

@@ -32,7 +32,7 @@ SYSTEM = "You are a careful assistant. Answer with the fields asked for, nothing
 def shared_app(tiny_checkpoint, tmp_path_factory):
     out = tmp_path_factory.mktemp("shared-app")
     args = {"checkpoint": str(tiny_checkpoint), "layout": "shared", "request_timeout_s": DEADLINE_S,
-            "engine": {"threads": 1, "lane_threads": 2, "max_batch_size": 4, "max_queue": 16, "sure_entropy": 100.0}}
+            "engine": {"threads": 1, "lane_threads": 2, "canvas_nice": 10, "max_batch_size": 4, "max_queue": 16, "sure_entropy": 100.0}}
     with child_app(args, out, {"TANDEM_ADMIN_TOKEN": TOKEN}) as (url, _):
         yield url
 

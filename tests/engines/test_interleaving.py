@@ -9,6 +9,7 @@ tokens as alone."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 
@@ -247,8 +248,9 @@ def test_without_interleaving_one_batch_runs_at_a_time(engine):
 
 @pytest.fixture
 def threaded(engine):
-    """A scheduler whose lanes decode on a thread each (lane_threads 2, serve_config.shared.yaml's on a CPU)."""
-    s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, lane_threads=2))
+    """A scheduler whose lanes decode on a thread each (lane_threads 2, serve_config.shared.yaml's on a
+    CPU), the canvas lane's at a lower OS priority."""
+    s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, lane_threads=2, canvas_nice=3))
     steps: list[tuple[str, str, float, float]] = []  # (lane, worker thread, start, end) of every step
     s.on_step = lambda batch, clocks, charged: steps.append(
         (lane(batch.key[0]), threading.current_thread().name, time.perf_counter() - charged, time.perf_counter()))
@@ -276,6 +278,8 @@ def test_with_a_thread_per_lane_the_lanes_decode_at_once(threaded):
     steps = threaded.steps_seen
     threads = {name: {t for n, t, _, _ in steps if n == name} for name in ("canvas", "tokens")}
     assert all(len(t) == 1 for t in threads.values()) and threads["canvas"] != threads["tokens"], threads
+    nice = {w.name.rsplit("-", 1)[-1]: os.getpriority(os.PRIO_PROCESS, w.native_id) for w in threaded._workers}
+    assert nice["canvas"] == min(19, nice["tokens"] + 3), f"canvas_nice 3: {nice}"
     canvas = [(a, b) for n, _, a, b in steps if n == "canvas"]
     tokens = [(a, b) for n, _, a, b in steps if n == "tokens"]
     overlapping = sum(any(a < d and c < b for c, d in tokens) for a, b in canvas)
