@@ -132,18 +132,23 @@ def test_a_step_that_serves_two_modes_is_charged_to_each_half(scheduler, drafts_
         assert await until(lambda: scheduler.load().running == 3)
         start = len(scheduler.trace)
         assert await until(lambda: len(scheduler.trace) >= start + 10), "the batches stopped stepping"
-        before = scheduler.load().stats["decode_s"]  # from here on every row decodes: no prefill in the window
+        before, first = scheduler.load().stats["decode_s"], len(scheduler.trace)  # from here on every row decodes: no prefill
         assert await until(lambda: len(scheduler.trace) >= start + 90), "the batches stopped stepping"
-        after = scheduler.load().stats["decode_s"]
+        after, last = scheduler.load().stats["decode_s"], len(scheduler.trace)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         assert await until(lambda: scheduler.load().running == 0)
-        return {mode: after[mode] - before[mode] for mode in ("block", "verified", "ar")}
+        # a step's own seconds: its charge, times the two modes a tokens step served
+        longest = max(c * (2 if name == "tokens" else 1) for name, _, c in scheduler.trace[first - 1 : last + 1])
+        return {mode: after[mode] - before[mode] for mode in ("block", "verified", "ar")}, longest
 
-    seconds = asyncio.run(run())  # a mode's decode_s counts every step that served it, in full
+    seconds, longest = asyncio.run(run())  # a mode's decode_s counts every step that served it, in full
     assert seconds["verified"] == pytest.approx(seconds["ar"], rel=0.05), "AR's and verified's rows stepped apart"
-    assert 1.6 <= seconds["ar"] / seconds["block"] <= 2.5, seconds
+    # Twice the canvas lane's time, within what the rule allows either way (a step of each lane: a
+    # busy machine stretches single steps); charged in full, the lanes would split it evenly.
+    assert abs(seconds["ar"] - 2 * seconds["block"]) <= 2 * longest + 0.2 * seconds["block"], (seconds, longest)
+    assert seconds["ar"] > 1.25 * seconds["block"], seconds
 
 
 def test_interleaving_changes_no_token_and_rows_join_their_modes_batch(engine, scheduler, drafts_anywhere):
