@@ -72,6 +72,7 @@ class EngineDeployment:
         sure_entropy: float | None = None,
         compile: str = "off",
         stop_check_every: int = 1,
+        quantization: str = "none",
     ):
         import torch
 
@@ -82,7 +83,7 @@ class EngineDeployment:
             torch.set_num_threads(threads)
         self.modes = tuple(modes)
         self.engine = DiffusionEngine.from_checkpoint(checkpoint or default_checkpoint(), dtype=dtype, device=device,
-                                                      prefix_cache_tokens=prefix_cache_tokens, compile=compile)
+                                                      prefix_cache_tokens=prefix_cache_tokens, compile=compile, quantization=quantization)
         self.engine.sure_entropy = sure_entropy
         self.engine.stop_check_every = stop_check_every
         if self.engine.compiled:  # the replica reports ready (its __init__ returns) only once its calls are compiled

@@ -27,6 +27,7 @@ from pathlib import Path
 from engines.ar import ar_steps
 from engines.constraint import GrammarTokenizer
 from engines.compiled import compile_model
+from engines.quantization import quantize_weights
 from engines.cost import CostProfile
 from engines.block import block_steps
 from engines.canvas import BlockParams
@@ -71,8 +72,10 @@ class DiffusionEngine:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, dtype: str = "float32", device: str = "cpu",
-                        prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS, compile: str = "off") -> "DiffusionEngine":
-        return cls(load_checkpoint(path, dtype=dtype, device=device), prefix_cache_tokens, compile)
+                        prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS, compile: str = "off", quantization: str = "none") -> "DiffusionEngine":
+        loaded = load_checkpoint(path, dtype=dtype, device=device)
+        quantize_weights(loaded.model, quantization)  # engines.quantization: FP8 weights, before any call compiles
+        return cls(loaded, prefix_cache_tokens, compile)
 
     # ---- validation -------------------------------------------------------------------------
 

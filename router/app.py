@@ -37,6 +37,9 @@ class EngineArgs(BaseModel):
                                                              "settings before that batch stops admitting.")
     prefix_cache_tokens: int = Field(
         PREFIX_CACHE_TOKENS, ge=0, description="Prompt-head tokens whose KV each replica keeps for reuse (system prompt, tools, earlier turns); 0: off.")
+    quantization: Literal["none", "fp8"] = Field(
+        "none", description="Weights' storage (engines/quantization.py): none, or fp8 (float8 e4m3, a scale per row; FP8 GEMMs on GPUs "
+                            "of compute capability 8.9 and up, weight-only elsewhere); fp8 needs the optional torchao (tandem[fp8]).")
     compile: Literal["off", "on", "auto"] = Field(
         "off", description="Compiled canvas steps (engines/compiled.py): off (eager, the reference), on, or auto (on for CUDA devices). "
                            "Each new shape compiles on first use (10-60 s on a CPU) until the static cache bounds them: opt-in for now.")

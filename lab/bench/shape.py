@@ -23,6 +23,7 @@ import torch
 
 from engines.engine import DiffusionEngine
 from engines.loading import DTYPES, LoadedModel, default_generation_config
+from engines.quantization import quantize_weights
 from engines.shapes import build_random_model, parameter_counts, shape_config
 from lab.bench.peak_memory import MB, peak_memory
 from engines.types import GenerationRequest
@@ -169,6 +170,7 @@ def main(args) -> int:
         return 2
     t0 = time.perf_counter()
     engine = shaped_engine(args.shape, args.layers, dtype, device, **getattr(args, "text_overrides", {}))  # overrides: tests
+    quantize_weights(engine.model, getattr(args, "quantization", "none"))  # fp8: engines/quantization.py
     built_s = time.perf_counter() - t0
     model_mb = sum(p.numel() * p.element_size() for p in {id(p): p for p in engine.model.parameters()}.values()) / MB
     counts = parameter_counts(engine.model)

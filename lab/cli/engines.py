@@ -97,6 +97,7 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--batches", type=_batch_sizes, default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
     p.add_argument("--text-overrides", type=_json_object, default={},
                    help="with --shape: text-config fields to override, as JSON (a narrow model: the GPU check's CPU dry run)")
+    p.add_argument("--quantization", choices=["none", "fp8"], default="none", help="with --shape: the weights' storage (engines/quantization.py)")
     p.add_argument("--compile-compare", action="store_true",
                    help="eager and compiled model calls side by side: tok/s, operator dispatches per call, host syncs, identity")
     p.add_argument("--stop-check-every", type=_bounded(int, 1), default=None,

@@ -4,8 +4,10 @@
 # and 16 beside the library's generate() -> $OUT/gpu_26b_a4b.json; then eager against compiled canvas
 # steps (tok/s, ms per call, operator dispatches, host reads, peak memory, identity)
 # -> $OUT/gpu_26b_a4b_compile.json; then the compiled path with the dense experts path at every size
-# (engines/experts.py; by default a 256-token canvas takes the grouped path) -> $OUT/gpu_26b_a4b_dense.json.
-# Each part is bounded (MODES_LIMIT, COMPILE_LIMIT, DENSE_LIMIT seconds: 480 in all).
+# (engines/experts.py; by default a 256-token canvas takes the grouped path) -> $OUT/gpu_26b_a4b_dense.json;
+# then FP8 weights: block and AR at batch 1 -> $OUT/gpu_26b_a4b_fp8.json, their logit error against bf16
+# -> $OUT/gpu_fp8_error.json. Each part is bounded (MODES_LIMIT, COMPILE_LIMIT, DENSE_LIMIT, FP8_LIMIT,
+# FP8_ERROR_LIMIT seconds: 630 in all).
 #   scripts/gpu/wheels.sh                 # here: the wheels a machine without network needs
 #   scripts/gpu/check.sh [OUT] [LAYERS]   # there: LAYERS default 30 (the whole model); 2 for a smoke run
 # Needs torch with CUDA on the machine; installs what else is missing from scripts/gpu/wheels into a
@@ -43,3 +45,11 @@ part compile-compare "${COMPILE_LIMIT:-240}" "${BENCH[@]}" --compile-compare --m
 # the dense experts path at batch 1 (graph-safe, 16x the experts' FLOPs): against the grouped path above
 part dense-experts "${DENSE_LIMIT:-90}" "${BENCH[@]}" --compile-compare --quick --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
   --batches 1 --modes block "${EXTRA[@]}" --dense-experts-max-rows 100000000 --json "$OUT/gpu_26b_a4b_dense.json" | tee "$OUT/gpu_26b_a4b_dense.txt"
+# FP8 weights (engines/quantization.py: FP8 GEMMs from compute capability 8.9, weight-only below and on
+# CPUs): block and AR at batch 1 on them (block against vLLM's 1,757 tok/s), then their logit error
+# against bf16 on the same random weights and the shipped model's task scores (bench fp8)
+part fp8-modes "${FP8_LIMIT:-90}" "${BENCH[@]}" --modes "${CHECK_FP8_MODES:-block,ar}" --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
+  --batches 1 "${EXTRA[@]}" --quantization fp8 --json "$OUT/gpu_26b_a4b_fp8.json" | tee "$OUT/gpu_26b_a4b_fp8.txt"
+part fp8-error "${FP8_ERROR_LIMIT:-60}" env PYTHONPATH=. "$PY" -c "import sys; from lab.cli.main import main; sys.exit(main())" bench fp8 \
+  --n "${CHECK_FP8_N:-2}" --layers "$LAYERS" --device "$DEVICE" --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}" --json "$OUT/gpu_fp8_error.json" \
+  | tee "$OUT/gpu_fp8_error.txt"

@@ -24,7 +24,7 @@ NARROW = {"hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 1
 def test_the_gpu_check_dry_run_writes_every_parts_records(tmp_path):
     env = os.environ | {"TANDEM_GPU_VENV": sys.prefix, "CHECK_MODES": "block", "CHECK_BATCHES": "1", "CHECK_LAYERS": "1",
                         "CHECK_TEXT_OVERRIDES": json.dumps(NARROW), "MODES_LIMIT": "200", "COMPILE_LIMIT": "600",
-                        "DENSE_LIMIT": "300"}
+                        "DENSE_LIMIT": "300", "FP8_LIMIT": "300", "FP8_ERROR_LIMIT": "300", "CHECK_FP8_MODES": "block", "CHECK_FP8_N": "0"}
     done = subprocess.run(["bash", str(ROOT / "scripts/gpu/check.sh"), str(tmp_path)], env=env, capture_output=True,
                           text=True, timeout=1150)
     log = done.stdout[-3000:] + done.stderr[-3000:]
@@ -46,3 +46,10 @@ def test_the_gpu_check_dry_run_writes_every_parts_records(tmp_path):
     dense = json.loads((tmp_path / "gpu_26b_a4b_dense.json").read_text())
     assert dense["dense_experts_max_rows"] == 100_000_000
     assert [(r["mode"], r["compiled"], r["identical"]) for r in dense["records"]] == [("block", False, True), ("block", True, True)]
+
+    fp8 = json.loads((tmp_path / "gpu_26b_a4b_fp8.json").read_text())
+    assert [(r["mode"], r["batch"]) for r in fp8["records"]] == [("block", 1)] and fp8["records"][0]["tokens_per_s"] > 0
+    error = json.loads((tmp_path / "gpu_fp8_error.json").read_text())
+    shapes = error["shapes"]
+    assert 0.0 <= shapes["logits"]["top1_agreement"] <= 1.0 and shapes["logits"]["positions"] > 0
+    assert shapes["bytes"]["fp8"]["total_mb"] < shapes["bytes"]["none"]["total_mb"], "float8 weights take fewer bytes"
