@@ -6,7 +6,9 @@ tokens: verified, with AR's rows riding in its batches) and steps them one step 
 decode thread. Each `Batch` counts the decode time its steps were charged (a step's seconds shared
 among the modes it served); `pick` steps the one charged the least, so the modes with work share
 the thread's time equally whatever their steps cost. A new batch starts its count at the least of
-those running, so it neither jumps ahead of them nor waits for them to catch up.
+those running, so it neither jumps ahead of them nor waits for them to catch up. With a thread per
+lane (`lane_threads` 2) each worker steps its own lane's batch (`serves`) and the canvas worker may run
+at a lower OS priority (`lower_priority`).
 """
 
 from __future__ import annotations

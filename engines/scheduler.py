@@ -102,8 +102,7 @@ class Scheduler:
             ids, params = self.engine.validate(request)
             return self.engine.row(request, ids, on_text=on_text, on_done=done), params
 
-        # Rendering, tokenizing and compiling a grammar run in a thread, never on the replica's event
-        # loop: the loop answers load and health probes whatever a request costs to prepare.
+        # Prepared in a thread, never on the replica's event loop: it answers probes whatever a request costs.
         row, params = await asyncio.to_thread(prepare)
         with self._cv:
             if self._closed:
@@ -174,14 +173,15 @@ class Scheduler:
                 lane_threads=len(self._workers),
             )
 
-    def alive(self) -> bool:
-        """Whether every worker thread still runs (a replica whose decoding died should restart)."""
+    def alive(self) -> bool:  # every worker thread still runs (a replica whose decoding died should restart)
         return all(worker.is_alive() for worker in self._workers)
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 0.0) -> None:  # no more requests; running batches finish; wait_s: for the workers
         with self._cv:
             self._closed = True
             self._cv.notify_all()
+        for worker in self._workers if wait_s else ():
+            worker.join(wait_s)
 
     # ---- the worker ----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from lab.cli import engines as engines_cli
     from lab.cli import policy as policies_cli
-    from lab.bench import chaos as bench_chaos, eval_structured, fp8 as bench_fp8, layouts as bench_layouts, serve as bench_serve, structured as bench_structured
+    from lab.bench import chaos as bench_chaos, eval_structured, fp8 as bench_fp8, layouts as bench_layouts, mixed as bench_mixed, serve as bench_serve, structured as bench_structured
     from lab.cli import commands as router_commands, doctor, serve
 
     serve.register(commands)
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_serve.register(bench_commands)
     bench_layouts.register(bench_commands)
     bench_fp8.register(bench_commands)
+    bench_mixed.register(bench_commands)
     bench_chaos.register(bench_commands)
     bench_structured.register(bench_commands)
     eval_commands = engines_cli.register(commands, bench_commands)

@@ -6,8 +6,10 @@
 # -> $OUT/gpu_26b_a4b_compile.json; then the compiled path with the dense experts path at every size
 # (engines/experts.py; by default a 256-token canvas takes the grouped path) -> $OUT/gpu_26b_a4b_dense.json;
 # then FP8 weights: block and AR at batch 1 -> $OUT/gpu_26b_a4b_fp8.json, their logit error against bf16
-# -> $OUT/gpu_fp8_error.json. Each part is bounded (MODES_LIMIT, COMPILE_LIMIT, DENSE_LIMIT, FP8_LIMIT,
-# FP8_ERROR_LIMIT seconds: 630 in all).
+# -> $OUT/gpu_fp8_error.json; then the shared replica, each mode alone and mixed -> $OUT/gpu_26b_a4b_shared.json.
+# Each part is bounded (MODES_LIMIT, COMPILE_LIMIT, DENSE_LIMIT, FP8_LIMIT, FP8_ERROR_LIMIT, SHARED_LIMIT
+# seconds: 750 in all): over one 600 s device call, so run it as two, e.g. CHECK_PARTS=modes,compile-compare
+# then CHECK_PARTS=dense-experts,fp8-modes,fp8-error,shared.
 #   scripts/gpu/wheels.sh                 # here: the wheels a machine without network needs
 #   scripts/gpu/check.sh [OUT] [LAYERS]   # there: LAYERS default 30 (the whole model); 2 for a smoke run
 # Needs torch with CUDA on the machine; installs what else is missing from scripts/gpu/wheels into a
@@ -30,8 +32,9 @@ else
   "$PY" -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}: {p.total_memory / 2**30:.0f} GiB, torch {torch.__version__}, CUDA {torch.version.cuda}')"
 fi
 # Each part is bounded and its failure does not stop the next; each writes its JSON as it goes.
-part() {  # part NAME SECONDS COMMAND...
+part() {  # part NAME SECONDS COMMAND...; CHECK_PARTS (names, comma-separated) runs a subset: two calls within a 600 s limit
   local name=$1 limit=$2; shift 2
+  if [ -n "${CHECK_PARTS:-}" ] && [[ ",$CHECK_PARTS," != *",$name,"* ]]; then return 0; fi
   echo "== $name (at most $limit s)"
   timeout "$limit" "$@" || echo "gpu check: part '$name' failed or timed out (exit $?)" >&2
 }
@@ -53,3 +56,10 @@ part fp8-modes "${FP8_LIMIT:-90}" "${BENCH[@]}" --modes "${CHECK_FP8_MODES:-bloc
 part fp8-error "${FP8_ERROR_LIMIT:-60}" env PYTHONPATH=. "$PY" -c "import sys; from lab.cli.main import main; sys.exit(main())" bench fp8 \
   --n "${CHECK_FP8_N:-2}" --layers "$LAYERS" --device "$DEVICE" --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}" --json "$OUT/gpu_fp8_error.json" \
   | tee "$OUT/gpu_fp8_error.txt"
+# the shared replica: one scheduler over one copy of the weights, each mode alone and the three mixed
+# (p99 mixed over alone); on a GPU both lanes on one thread (one stream), on the CPU a thread each
+LANES=$([ "$DEVICE" = cpu ] && echo 2 || echo 1)
+part shared "${SHARED_LIMIT:-120}" env PYTHONPATH=. "$PY" -c "import sys; from lab.cli.main import main; sys.exit(main())" bench mixed \
+  --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --dtype "$([ "$DEVICE" = cpu ] && echo float32 || echo bfloat16)" \
+  --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}" --lane-threads "$LANES" --n "${CHECK_SHARED_N:-2}" --max-tokens "${CHECK_SHARED_TOKENS:-64}" \
+  --repeat 1 --json "$OUT/gpu_26b_a4b_shared.json" | tee "$OUT/gpu_26b_a4b_shared.txt"

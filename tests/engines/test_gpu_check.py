@@ -24,7 +24,8 @@ NARROW = {"hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 1
 def test_the_gpu_check_dry_run_writes_every_parts_records(tmp_path):
     env = os.environ | {"TANDEM_GPU_VENV": sys.prefix, "CHECK_MODES": "block", "CHECK_BATCHES": "1", "CHECK_LAYERS": "1",
                         "CHECK_TEXT_OVERRIDES": json.dumps(NARROW), "MODES_LIMIT": "200", "COMPILE_LIMIT": "600",
-                        "DENSE_LIMIT": "300", "FP8_LIMIT": "300", "FP8_ERROR_LIMIT": "300", "CHECK_FP8_MODES": "block", "CHECK_FP8_N": "0"}
+                        "DENSE_LIMIT": "300", "FP8_LIMIT": "300", "FP8_ERROR_LIMIT": "300", "CHECK_FP8_MODES": "block", "CHECK_FP8_N": "0",
+                        "SHARED_LIMIT": "300", "CHECK_SHARED_N": "1", "CHECK_SHARED_TOKENS": "8"}
     done = subprocess.run(["bash", str(ROOT / "scripts/gpu/check.sh"), str(tmp_path)], env=env, capture_output=True,
                           text=True, timeout=1150)
     log = done.stdout[-3000:] + done.stderr[-3000:]
@@ -53,3 +54,7 @@ def test_the_gpu_check_dry_run_writes_every_parts_records(tmp_path):
     shapes = error["shapes"]
     assert 0.0 <= shapes["logits"]["top1_agreement"] <= 1.0 and shapes["logits"]["positions"] > 0
     assert shapes["bytes"]["fp8"]["total_mb"] < shapes["bytes"]["none"]["total_mb"], "float8 weights take fewer bytes"
+
+    shared = json.loads((tmp_path / "gpu_26b_a4b_shared.json").read_text())
+    assert shared["settings"]["lane_threads"] == 2, "on the CPU each lane decodes on its own thread"
+    assert [set(r["ratio"]) for r in shared["rounds"]] == [{"block", "verified", "ar"}] and shared["rounds"][0]["mixed_requests_per_s"] > 0

@@ -317,7 +317,5 @@ def test_with_a_thread_per_lane_every_answer_is_the_one_it_gets_alone(engine, th
     for request, result in zip(requests, results):
         assert result.token_ids == engine.generate(request).token_ids, request.mode
     assert threaded.stats.completed == len(requests) and threaded.stats.cancelled == 1
-    threaded.close()
-    for worker in threaded._workers:
-        worker.join(timeout=30)
-        assert not worker.is_alive(), f"{worker.name} did not stop on close()"
+    threaded.close(wait_s=30)
+    assert not any(worker.is_alive() for worker in threaded._workers), "a worker did not stop on close()"
