@@ -17,19 +17,24 @@ import statistics
 import time
 from pathlib import Path
 
-import torch
+from typing import TYPE_CHECKING
 
-from engines.batch import SequenceBatch
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.engine import DiffusionEngine
-from engines.quantization import quantize_weights, weight_bytes
-from engines.types import GenerationRequest
+
+if TYPE_CHECKING:  # the model code loads when a benchmark runs, not when the CLI builds its parser
+    import torch
+
+    from engines.engine import DiffusionEngine
 
 MB = 1 << 20
 
 
 def logits(engine: DiffusionEngine, ids: list[int]) -> torch.Tensor:
     """Next-token logits (L, V) at every position of `ids`, teacher-forced."""
+    import torch
+
+    from engines.batch import SequenceBatch
+
     with torch.inference_mode():
         return SequenceBatch(engine.model, 1, engine.model.device).encode(torch.tensor([ids], device=engine.model.device), logits="all")[0]
 
@@ -44,11 +49,15 @@ def logit_error(reference: list[torch.Tensor], other: list[torch.Tensor]) -> dic
 
 
 def size(model) -> dict:
+    from engines.quantization import weight_bytes
+
     b = weight_bytes(model)
     return {"float8_mb": round(b["float8"] / MB, 2), "other_mb": round(b["other"] / MB, 2), "total_mb": round((b["float8"] + b["other"]) / MB, 2)}
 
 
 def shipped(checkpoint: str, n: int) -> dict:
+    from engines.engine import DiffusionEngine
+    from engines.types import GenerationRequest
     from lab.model.evaluate import evaluate, short_mean
     from lab.model.tasks import TASK_FAMILIES, generate_suite
 
@@ -66,6 +75,7 @@ def shipped(checkpoint: str, n: int) -> dict:
 
 
 def shapes(shape: str, layers: int, prompts: int, length: int, device: str = "cpu", **text_overrides) -> dict:
+    from engines.quantization import quantize_weights
     from lab.bench.shape import prompts as random_prompts, shaped_engine
 
     engine = shaped_engine(shape, layers, "bfloat16", device, **text_overrides)
@@ -79,6 +89,8 @@ def shapes(shape: str, layers: int, prompts: int, length: int, device: str = "cp
 
 
 def main(args) -> int:
+    import torch
+
     torch.set_num_threads(args.threads)
     result = {"checkpoint": args.checkpoint or str(SHIPPED_CHECKPOINT), "n_per_family": args.n}
     result["shipped"] = shipped(args.checkpoint or str(SHIPPED_CHECKPOINT), args.n)

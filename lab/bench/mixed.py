@@ -17,12 +17,13 @@ import statistics
 import time
 from pathlib import Path
 
-import torch
+from typing import TYPE_CHECKING
 
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.engine import DiffusionEngine
-from engines.scheduler import Scheduler, SchedulerConfig
-from engines.types import GenerationRequest
+
+if TYPE_CHECKING:  # the model code loads when the benchmark runs, not when the CLI builds its parser
+    from engines.engine import DiffusionEngine
+    from engines.scheduler import Scheduler
 
 MODES = ("block", "verified", "ar")
 
@@ -34,6 +35,8 @@ def p99(values: list[float]) -> float:
 
 async def send(scheduler: Scheduler, pairs: list[tuple[dict, str]], concurrency: int) -> tuple[dict[str, list[float]], float]:
     """Every (request fields, mode) at `concurrency`: ({mode: latencies ms}, wall seconds)."""
+    from engines.types import GenerationRequest
+
     gate, ms = asyncio.Semaphore(concurrency), {m: [] for m in MODES}
 
     async def one(fields: dict, mode: str) -> None:
@@ -57,6 +60,7 @@ def workload(args) -> tuple[DiffusionEngine, list[dict]]:
         quantize_weights(engine.model, args.quantization)
         return engine, [{"prompt": ids, "max_new_tokens": args.max_tokens, "stop_token_ids": []}
                         for ids in prompts(args.n * 11, 64, engine.vocab_size)]
+    from engines.engine import DiffusionEngine
     from lab.model.tasks import TASK_FAMILIES, generate_suite
 
     engine = DiffusionEngine.from_checkpoint(args.checkpoint or str(SHIPPED_CHECKPOINT), dtype=args.dtype, device=args.device,
@@ -67,6 +71,8 @@ def workload(args) -> tuple[DiffusionEngine, list[dict]]:
 
 
 async def rounds(engine: DiffusionEngine, requests: list[dict], args) -> list[dict]:
+    from engines.scheduler import Scheduler, SchedulerConfig
+
     config = SchedulerConfig(max_batch_size=args.max_batch_size, max_queue=4 * len(requests) * len(MODES),
                              lane_threads=args.lane_threads, canvas_nice=args.canvas_nice)
     scheduler = Scheduler(engine, config)
@@ -93,6 +99,8 @@ async def rounds(engine: DiffusionEngine, requests: list[dict], args) -> list[di
 
 
 def main(args) -> int:
+    import torch
+
     if args.threads:
         torch.set_num_threads(args.threads)
     engine, requests = workload(args)
