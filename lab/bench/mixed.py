@@ -59,7 +59,7 @@ def workload(args) -> tuple[DiffusionEngine, list[dict]]:
         engine = shaped_engine(args.shape, args.layers, args.dtype, args.device, **args.text_overrides)
         quantize_weights(engine.model, args.quantization)
         return engine, [{"prompt": ids, "max_new_tokens": args.max_tokens, "stop_token_ids": []}
-                        for ids in prompts(args.n * 11, 64, engine.vocab_size)]
+                        for ids in prompts(args.requests or args.n * 11, 64, engine.vocab_size)]
     from engines.engine import DiffusionEngine
     from lab.model.tasks import TASK_FAMILIES, generate_suite
 
@@ -67,7 +67,7 @@ def workload(args) -> tuple[DiffusionEngine, list[dict]]:
                                              quantization=args.quantization)
     items = generate_suite(args.n, split="test", seed=0, families=TASK_FAMILIES)
     random.Random(0).shuffle(items)
-    return engine, [{"messages": item.messages, "max_new_tokens": args.max_tokens} for item in items]
+    return engine, [{"messages": item.messages, "max_new_tokens": args.max_tokens} for item in items][:args.requests or None]
 
 
 async def rounds(engine: DiffusionEngine, requests: list[dict], args) -> list[dict]:
@@ -126,6 +126,7 @@ def register(bench_commands) -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--quantization", choices=["none", "fp8"], default="none")
     p.add_argument("--n", type=int, default=4, help="suite items per family (with --shape: 11 x n random prompts)")
+    p.add_argument("--requests", type=int, default=None, help="requests per mode (default: all of --n's)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--concurrency", type=int, default=12)
     p.add_argument("--max-batch-size", type=int, default=8)

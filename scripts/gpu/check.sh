@@ -61,5 +61,5 @@ part fp8-error "${FP8_ERROR_LIMIT:-60}" env PYTHONPATH=. "$PY" -c "import sys; f
 LANES=$([ "$DEVICE" = cpu ] && echo 2 || echo 1)
 part shared "${SHARED_LIMIT:-120}" env PYTHONPATH=. "$PY" -c "import sys; from lab.cli.main import main; sys.exit(main())" bench mixed \
   --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --dtype "$([ "$DEVICE" = cpu ] && echo float32 || echo bfloat16)" \
-  --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}" --lane-threads "$LANES" --n "${CHECK_SHARED_N:-2}" --max-tokens "${CHECK_SHARED_TOKENS:-64}" \
-  --repeat 1 --json "$OUT/gpu_26b_a4b_shared.json" | tee "$OUT/gpu_26b_a4b_shared.txt"
+  --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}" --lane-threads "$LANES" --n 2 --requests "${CHECK_SHARED_REQUESTS:-22}" \
+  --concurrency "${CHECK_SHARED_CONCURRENCY:-12}" --max-tokens "${CHECK_SHARED_TOKENS:-64}" --repeat 1 --json "$OUT/gpu_26b_a4b_shared.json" | tee "$OUT/gpu_26b_a4b_shared.txt"

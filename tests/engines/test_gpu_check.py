@@ -25,7 +25,8 @@ def test_the_gpu_check_dry_run_writes_every_parts_records(tmp_path):
     env = os.environ | {"TANDEM_GPU_VENV": sys.prefix, "CHECK_MODES": "block", "CHECK_BATCHES": "1", "CHECK_LAYERS": "1",
                         "CHECK_TEXT_OVERRIDES": json.dumps(NARROW), "MODES_LIMIT": "200", "COMPILE_LIMIT": "600",
                         "DENSE_LIMIT": "300", "FP8_LIMIT": "300", "FP8_ERROR_LIMIT": "300", "CHECK_FP8_MODES": "block", "CHECK_FP8_N": "0",
-                        "SHARED_LIMIT": "300", "CHECK_SHARED_N": "1", "CHECK_SHARED_TOKENS": "8"}
+                        "SHARED_LIMIT": "300", "CHECK_SHARED_REQUESTS": "3", "CHECK_SHARED_CONCURRENCY": "3",
+                        "CHECK_SHARED_TOKENS": "8"}
     done = subprocess.run(["bash", str(ROOT / "scripts/gpu/check.sh"), str(tmp_path)], env=env, capture_output=True,
                           text=True, timeout=1150)
     log = done.stdout[-3000:] + done.stderr[-3000:]
