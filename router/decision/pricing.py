@@ -10,8 +10,8 @@ On a shared replica (one engine serving every mode, the shared layout) a mode do
 others' work by moving: the replica's scheduler interleaves two lanes at one decode thread
 (engines.types.LANE_OF_MODE: canvases for block; tokens for verified and AR, whose rows share one
 batch and its steps), so a mode is priced by its own lane's work there plus the turns the other
-lane's steps take (`turns_ms`). Moving a request from block to AR there does not leave the
-canvases behind, and moving one from verified to AR does not leave verified's rows behind.
+lane's steps take (`turns_ms`; none where each lane has a thread of its own). Moving a request
+from block to AR there does not leave the canvases behind, nor from verified to AR verified's rows.
 """
 
 from __future__ import annotations
