@@ -452,6 +452,36 @@ def make_label(rng: random.Random) -> TaskItem:
 
 
 # --------------------------------------------------------------------------------------------
+# copy: an auxiliary training family (no served task asks for it)
+
+_COPY_KINDS = ("name", "company", "street", "city", "email", "phone", "flight", "postal", "date", "time", "amount", "code:", "code:SKU", "code:INV")
+_COPY_ASKS = ("Return these values as JSON, exactly as written.", "Copy the fields below into a JSON object.",
+              "Repeat each value exactly, as JSON.", "Give me this as JSON, values unchanged.")
+
+
+def _copy_key(kind: str, taken: set) -> str:
+    base = {"code:": "code", "code:SKU": "sku", "code:INV": "invoice_number"}.get(kind, kind)
+    key, n = base, 2
+    while key in taken:
+        key, n = f"{base}_{n}", n + 1
+    return key
+
+
+def make_copy(rng: random.Random) -> TaskItem:
+    """1-4 "key: value" lines of open values -> the JSON object of those keys and values, in order.
+    Nothing to choose and nothing to convert: only the copying of unseen strings (names, codes,
+    emails, dates, digits) that schema and toolcall values need, on prompts a few dozen tokens long
+    so a training step teaches it cheaply. Opt-in for training; never served or scored as a task."""
+    obj: dict = {}
+    for kind in rng.choices(_COPY_KINDS, k=rng.randint(1, 4)):
+        obj[_copy_key(kind, set(obj))] = _show(rng, kind, _value(rng, kind))
+    lines = [f"{k}: {v}" for k, v in obj.items()]
+    ask = rng.choice(_COPY_ASKS)
+    user = f"{ask}\n" + "\n".join(lines) if rng.random() < 0.7 else "\n".join(lines) + f"\n\n{ask}"
+    return _item("copy", [{"role": "user", "content": user}], json.dumps(obj, ensure_ascii=False), {"fields": obj})
+
+
+# --------------------------------------------------------------------------------------------
 # scoring: per field (leaves, nested objects flattened to "a.b"; a list is one leaf)
 
 
@@ -496,4 +526,4 @@ def score_fields(item: TaskItem, output: str) -> float:
     return right / total
 
 
-__all__ = ["LABEL_CUES", "make_schema", "make_toolcall", "make_label", "field_matches", "score_fields", "flatten_fields"]
+__all__ = ["LABEL_CUES", "make_schema", "make_toolcall", "make_label", "make_copy", "field_matches", "score_fields", "flatten_fields"]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 # The item, its split and the tool-call text live in `items`, which `open_tasks` imports too (no cycle).
 from lab.model.items import SPLITS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, TaskItem, parse_tool_calls, split_of, tool_call_text
-from lab.model.open_tasks import make_label, make_schema, make_toolcall, score_fields
+from lab.model.open_tasks import make_copy, make_label, make_schema, make_toolcall, score_fields
 
 # Open-vocabulary families (lab/model/open_tasks.py): values are generated, so the model must
 # copy them from the prompt. Appended last with weight 0 by default (train.OPT_IN_FAMILIES), so
@@ -1168,6 +1168,12 @@ FAMILIES: dict[str, Family] = {
 }
 
 
+# Auxiliary training families: drawn by training steps when `family_weights` names them, never part
+# of a suite, an evaluation or the router's data (so they stay out of FAMILIES). "copy" drills the
+# copying of unseen values that schema and toolcall need (lab/model/open_tasks.py).
+AUX_FAMILIES: dict[str, Family] = {"copy": Family("copy", make_copy, score_fields, False)}
+
+
 def score(item: TaskItem, output: str) -> Score:
     """Exact match after whitespace normalisation, plus the family's partial credit."""
     exact = normalize(output) == normalize(item.answer)
@@ -1200,7 +1206,7 @@ def generate_suite(n_per_family: int, split: str = "test", seed: int = 0, famili
 
 def sample_item(family: str, rng: random.Random, split: str = "train") -> TaskItem:
     """One item of `family` in `split` drawn from `rng` (training streams use this, one RNG per step)."""
-    make = FAMILIES[family].make
+    make = (FAMILIES | AUX_FAMILIES)[family].make
     while True:
         item = make(rng)
         if item.split == split:
@@ -1208,7 +1214,7 @@ def sample_item(family: str, rng: random.Random, split: str = "train") -> TaskIt
 
 
 __all__ = [
-    "FAMILIES", "SHORT_FAMILIES", "LONG_FAMILIES", "OPEN_FAMILIES", "SPLITS", "Family", "TaskItem", "Score",
+    "FAMILIES", "AUX_FAMILIES", "SHORT_FAMILIES", "LONG_FAMILIES", "OPEN_FAMILIES", "SPLITS", "Family", "TaskItem", "Score",
     "generate_suite", "iter_items", "sample_item", "score", "normalize", "split_of", "line_accuracy",
     "tool_call_text", "parse_tool_calls", "TOOL_CALL_OPEN", "TOOL_CALL_CLOSE",
 ]

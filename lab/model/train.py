@@ -45,9 +45,9 @@ from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion, Dynamic
 
 from engines.defaults import CANVAS_SIZES
 from lab.model.loader import batches
-from lab.model.tasks import FAMILIES, LONG_FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
+from lab.model.tasks import AUX_FAMILIES, FAMILIES, LONG_FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
 
-OPT_IN_FAMILIES = ("tool",) + OPEN_FAMILIES  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
+OPT_IN_FAMILIES = ("tool",) + OPEN_FAMILIES + tuple(AUX_FAMILIES)  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
 # Families with long prompts (tool definitions, a response schema): trained in steps of their own
 # ("tool steps"), so short steps do not pad every row to their length.
 TOOL_STEP_FAMILIES = ("tool", "toolcall", "schema", "label")
@@ -192,7 +192,8 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
     elif tool_step:
         families = TOOL_STEP_FAMILIES
     else:
-        families = tuple(f for f in SHORT_FAMILIES if not (cfg.tool_batch_prob > 0 and f in TOOL_STEP_FAMILIES))
+        # auxiliary families last: at weight 0 they leave the draws of the others unchanged
+        families = tuple(f for f in SHORT_FAMILIES if not (cfg.tool_batch_prob > 0 and f in TOOL_STEP_FAMILIES)) + tuple(AUX_FAMILIES)
     weights = [family_weight(cfg, f) for f in families]
     if long_step:
         size, k = CANVAS_SIZES[-1], rng.choices(range(3), cfg.long_chunk_probs)[0]

@@ -202,3 +202,25 @@ def test_prompts_fit_the_token_budget(suites, tok):
         assert statistics.median(len(_user(i).split()) for i in items) < 120
         report[family] = (statistics.median(prompts), statistics.median(answers))
     print("median prompt / answer tokens:", report)
+
+
+def test_copy_is_an_auxiliary_training_family_outside_every_suite(tok):
+    """"copy" (key: value lines -> that JSON object) trains the copying of unseen values; it is drawn
+    only when `family_weights` names it, and no suite, evaluation or router data set contains it."""
+    from lab.model.tasks import AUX_FAMILIES, sample_item
+    from lab.model.train import make_batch
+
+    assert "copy" in AUX_FAMILIES and "copy" not in FAMILIES and "copy" in OPT_IN_FAMILIES
+    assert "copy" not in {i.family for i in generate_suite(2, "val", 0)}
+    rng = random.Random(5)
+    for _ in range(200):
+        item = sample_item("copy", rng)
+        obj = json.loads(item.answer)
+        lines = [line for line in _user(item).splitlines() if ": " in line]
+        assert [f"{k}: {v}" for k, v in obj.items()] == lines, "the answer is the lines, keys and values verbatim, in order"
+        assert score_fields(item, item.answer) == 1.0 and score_fields(item, "{}") == 0.0
+    plain = TrainConfig(out="unused")
+    weighted = TrainConfig(out="unused", family_weights=plain.family_weights | {"copy": 4.0})
+    drawn = [f for step in range(6) for f in make_batch(tok, weighted, step).families]
+    assert "copy" in drawn
+    assert not any("copy" in make_batch(tok, plain, step).families for step in range(6))
