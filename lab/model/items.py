@@ -35,6 +35,14 @@ class TaskItem:
         return self.output_tokens
 
 
+def encode_prompt(tokenizer, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
+    """Chat-template the messages (and `tools`, OpenAI function definitions; BOS included by the
+    template) and add the model-turn opener: the prompt ids training and the lab's checks feed."""
+    kwargs = {"tools": tools} if tools else {}
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
 def split_of(key: str) -> str:
     """80/10/10 train/val/test by a stable hash of the item's content key."""
     bucket = int(hashlib.sha1(key.encode()).hexdigest()[:8], 16) % 10

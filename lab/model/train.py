@@ -45,6 +45,8 @@ from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion, Dynamic
 
 from engines.defaults import CANVAS_SIZES
 from lab.model.loader import batches
+from lab.model.copying import COPY_FAMILIES, copy_accuracy
+from lab.model.items import encode_prompt
 from lab.model.tasks import AUX_FAMILIES, FAMILIES, LONG_FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, sample_item, score
 
 OPT_IN_FAMILIES = ("tool",) + OPEN_FAMILIES + tuple(AUX_FAMILIES)  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
@@ -127,14 +129,6 @@ def n_canvases(n_tokens: int, canvas: int = CANVAS_SIZES[-1]) -> int:
 def softcap(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
     """Gemma's final logit soft-capping, tanh(x / cap) * cap, as the model applies to its decoder logits."""
     return logits if cap is None else torch.tanh(logits / cap) * cap
-
-
-def encode_prompt(tokenizer, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
-    """Chat-template the messages (and `tools`, OpenAI function definitions; BOS included by the
-    template) and add the model-turn opener."""
-    kwargs = {"tools": tools} if tools else {}
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 def encode_item(tokenizer, item: TaskItem) -> tuple[list[int], list[int]]:
@@ -578,7 +572,11 @@ def train(cfg: TrainConfig, resume: bool = False, max_steps: int | None = None) 
         if now - last_eval >= cfg.eval_every_s:
             te = time.time()
             last_eval_result = evaluate(model, tokenizer, eval_items, fields=True, block_skip=() if cfg.eval_block_open else OPEN_FAMILIES)
-            rec = {"step": step, "eval": last_eval_result, "eval_s": round(time.time() - te, 1)}
+            rec = {"step": step, "eval": last_eval_result}
+            copied = [i for i in eval_items if i.family in COPY_FAMILIES]
+            if copied:  # teacher-forced: far less noisy than a few decoded items while copying is being learned
+                rec["copy"] = copy_accuracy(model, tokenizer, copied)
+            rec["eval_s"] = round(time.time() - te, 1)
             # the best checkpoint so far by AR field exact on the open families and extract (their mean), in out/best
             watched = [v for f, v in last_eval_result.get("ar_field", {}).items() if f in OPEN_FAMILIES + ("extract",)]
             if watched and sum(watched) / len(watched) > best_score:
