@@ -89,6 +89,7 @@ class TrainConfig:
     self_cond_prob: float = 0.5  # batches trained with a self-conditioning pass
     skeleton_prob: float = 0.0  # structured rows (items with meta["schema"]) whose canvas is skeleton-seeded
     t_floor: float = 0.05  # lowest corruption rate
+    copy_first_steps: int = 0  # steps at the start that train the auxiliary "copy" family alone (0: none)
     family_weights: dict = field(default_factory=lambda: {"extract": 1.5, "classify": 0.3, "summarize": 0.6, "plan": 1.5, "code": 0.8, "reason": 1.0, "write": 1.0})
     # Families in OPT_IN_FAMILIES train only when `family_weights` names them (older configs replay the same batches).
     tool_batch_prob: float = 0.0  # share of all steps that train the "tool" family alone (its prompts are long; 0: it mixes into short steps)
@@ -176,19 +177,24 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
     """The batch for `step`: a pure function of (cfg.seed, step)."""
     rng = random.Random(f"{cfg.seed}/batch/{step}")
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    long_step = rng.random() < cfg.long_batch_prob
+    # The first `copy_first_steps` steps train the "copy" family alone: an induction head forms there in a
+    # few hundred steps, and one that never formed did not form on the whole mix in 6,700 (docs/model.md).
+    copy_step = step < cfg.copy_first_steps
+    long_step = not copy_step and rng.random() < cfg.long_batch_prob
     # Tool steps (drawn only when configured, so older configs replay their batches): the tool
     # family's prompts carry tool schemas (~300 tokens), and every row is padded to the longest
     # context, so mixing them into short steps would make every short step several times longer.
-    tool_step = not long_step and cfg.tool_batch_prob > 0 and rng.random() < cfg.tool_batch_prob / (1 - cfg.long_batch_prob)
+    tool_step = not (long_step or copy_step) and cfg.tool_batch_prob > 0 and rng.random() < cfg.tool_batch_prob / (1 - cfg.long_batch_prob)
     if long_step:
         families = LONG_FAMILIES
     elif tool_step:
         families = TOOL_STEP_FAMILIES
+    elif copy_step:
+        families = ("copy",)
     else:
         # auxiliary families last: at weight 0 they leave the draws of the others unchanged
         families = tuple(f for f in SHORT_FAMILIES if not (cfg.tool_batch_prob > 0 and f in TOOL_STEP_FAMILIES)) + tuple(AUX_FAMILIES)
-    weights = [family_weight(cfg, f) for f in families]
+    weights = [1.0] if copy_step else [family_weight(cfg, f) for f in families]
     if long_step:
         size, k = CANVAS_SIZES[-1], rng.choices(range(3), cfg.long_chunk_probs)[0]
         rows = cfg.batch_long
@@ -607,7 +613,7 @@ def main(args: argparse.Namespace) -> int:
     # Options only `python -m lab.model.train` takes (the `tandem train` CLI keeps the defaults).
     if getattr(args, "family_weights", None):
         cfg.family_weights = json.loads(args.family_weights)
-    for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items", "skeleton_prob", "hidden_size", "num_layers",
+    for name in ("tool_batch_prob", "batch_tool", "long_batch_prob", "eval_every_s", "eval_items", "skeleton_prob", "copy_first_steps", "hidden_size", "num_layers",
                  "num_heads", "head_dim", "kv_heads", "vocab_size", "ckpt_every_s", "batch_short", "batch_long", "device", "workers",
                  "max_shard_size", "tokenizer_items", "log_every"):
         if getattr(args, name, None) is not None:
@@ -647,6 +653,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-items", type=int, default=None, help="held-out items per short family in each check (default 4)")
     p.add_argument("--tool-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on tool steps, e.g. [0.3, 0.7, 0]")
     p.add_argument("--skeleton-prob", type=float, default=None, help="share of structured rows trained on skeleton-seeded canvases (default 0)")
+    p.add_argument("--copy-first-steps", type=int, default=None, help='steps at the start on the "copy" family alone, so an induction head forms (default 0)')
     p.add_argument("--eval-items-by-family", default=None, help='JSON object of per-family overrides, e.g. \'{"tool": 12}\'')
     p.add_argument("--short-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on short steps (default [0.8, 0.17, 0.03])")
     p.add_argument("--batch-short", type=int, default=None, help="rows per short step (default 32)")

@@ -224,3 +224,16 @@ def test_copy_is_an_auxiliary_training_family_outside_every_suite(tok):
     drawn = [f for step in range(6) for f in make_batch(tok, weighted, step).families]
     assert "copy" in drawn
     assert not any("copy" in make_batch(tok, plain, step).families for step in range(6))
+
+
+def test_copy_first_steps_train_copy_alone_then_the_mix_as_before(tok):
+    import torch
+
+    from lab.model.train import make_batch
+
+    plain = TrainConfig(out="unused", family_weights={"schema": 1.0, "extract": 1.0}, tool_batch_prob=0.5, batch_short=6, batch_tool=4)
+    first = TrainConfig(**{**plain.__dict__, "copy_first_steps": 3})
+    assert all(set(make_batch(tok, first, step).families) == {"copy"} for step in range(3))
+    for step in range(3, 8):  # after the copy steps, the batches the config without them draws
+        a, b = make_batch(tok, first, step), make_batch(tok, plain, step)
+        assert a.families == b.families and torch.equal(a.input_ids, b.input_ids)
