@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
+    if not (Path(args.checkpoint) / "config.json").is_file():
+        p.error(f"--checkpoint: not a checkpoint directory (no config.json): {args.checkpoint}")
     torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(args.checkpoint, local_files_only=True)
     model = DiffusionGemmaForBlockDiffusion.from_pretrained(args.checkpoint, local_files_only=True)

@@ -632,6 +632,17 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _steps(text: str) -> int:
+    """A step count: a whole number, 0 or more (argparse names the flag in its refusal)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of steps, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
 def parser() -> argparse.ArgumentParser:
     """`tandem train`'s options plus the family mix and tool steps (used for the stage-3 tool fine-tune)."""
     p = argparse.ArgumentParser(prog="python -m lab.model.train", description=__doc__.split("\n")[0])
@@ -653,7 +664,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-items", type=int, default=None, help="held-out items per short family in each check (default 4)")
     p.add_argument("--tool-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on tool steps, e.g. [0.3, 0.7, 0]")
     p.add_argument("--skeleton-prob", type=float, default=None, help="share of structured rows trained on skeleton-seeded canvases (default 0)")
-    p.add_argument("--copy-first-steps", type=int, default=None, help='steps at the start on the "copy" family alone, so an induction head forms (default 0)')
+    p.add_argument("--copy-first-steps", type=_steps, default=None, help='steps at the start on the "copy" family alone, so an induction head forms (default 0)')
     p.add_argument("--eval-items-by-family", default=None, help='JSON object of per-family overrides, e.g. \'{"tool": 12}\'')
     p.add_argument("--short-canvas-probs", default=None, help="JSON list P(C = 64, 128, 256) on short steps (default [0.8, 0.17, 0.03])")
     p.add_argument("--batch-short", type=int, default=None, help="rows per short step (default 32)")

@@ -77,3 +77,17 @@ def test_the_training_loop_logs_copy_accuracy_with_each_check(tmp_path):
     checks = [r for r in map(json.loads, (tmp_path / "train_log.jsonl").read_text().splitlines()) if "eval" in r]
     copy = checks[0]["copy"]  # the schema items among the check's items, read teacher-forced
     assert all(copy[f"{r}_n"] > 0 and 0.0 <= copy[r] <= 1.0 for r in ROLES)
+
+
+def test_command_line_refuses_what_is_not_a_checkpoint_and_bad_copy_steps(tmp_path, capsys):
+    from lab.model.copying import main
+    from lab.model.train import parser
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--checkpoint", str(tmp_path)])  # an empty folder
+    assert exc.value.code == 2 and "not a checkpoint directory" in capsys.readouterr().err
+    for value in ("-1", "many"):
+        with pytest.raises(SystemExit) as exc:
+            parser().parse_args(["--copy-first-steps", value])
+        assert exc.value.code == 2 and "--copy-first-steps" in capsys.readouterr().err
+    assert parser().parse_args(["--copy-first-steps", "700"]).copy_first_steps == 700
