@@ -9,7 +9,11 @@ Request sets, all from the task suite's held-out split (`lab.model.tasks`, split
 - `tools/required`  the same items whose reference answer calls tools, tool_choice "required";
 - `schema/extract`  family "extract" items with a json_schema response_format of the reference
                     answer's keys (string or number each, all required, no other keys);
-- `schema/json-keys` the "tool" family's answer-as-JSON items, with the same kind of schema.
+- `schema/json-keys` the "tool" family's answer-as-JSON items, with the same kind of schema;
+- `realistic/schema`, `realistic/tools`  hand-written requests no generator made
+                    (`lab/bench/data/realistic_structured.jsonl`: e-mails, invoices, tickets and
+                    tool requests with made-up names, codes, addresses and dates; kept apart from
+                    training), with their own json_schema or tools (tool_choice "auto").
 
 Each set goes to every mode by model alias (`tandem-ar`, `tandem-verified`, `tandem-block`,
 `tandem`); the policy moves a constrained request that lands on block to its `constrained_mode`, so
@@ -18,6 +22,8 @@ the table reports the mode the app used (the `x-tandem-mode` header). Per (set, 
 arguments parse and validate against its parameters, both checked with `jsonschema` here, not
 trusted from the app), exact-field rate against the reference (tools: the same calls, names and
 arguments, or the same text when the reference answers in text; JSON: share of equal fields),
+field accuracy (JSON: the same share; tools: the share of the reference call's arguments that the
+call of the same name sets equal, 0 without one),
 tool-call decision accuracy (auto: calls tools iff the reference does), latency p50/p99, model
 calls per request (`tandem.forwards`), output tokens and finish reasons. `--repeat N` sends every
 set N times, the modes in another order each round (a shared machine's load drifts), pooled in
@@ -44,7 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MODES = {"ar": "tandem-ar", "verified": "tandem-verified", "block": "tandem-block", "router": "tandem"}  # column -> model alias
-SETS = ("tools/auto", "tools/required", "schema/extract", "schema/json-keys")
+SETS = ("tools/auto", "tools/required", "schema/extract", "schema/json-keys", "realistic/schema", "realistic/tools")
+REALISTIC = Path(__file__).parent / "data" / "realistic_structured.jsonl"  # hand-written, never trained on
 MASK_REPS = 300  # repetitions of each (grammar, library) mask loop; the median is reported
 STEP_TOKENS = 64  # AR steps timed on the engine for the forward cost
 
@@ -54,7 +61,7 @@ class Case:
     """One request to send and what its answer is judged against."""
 
     set: str  # one of SETS
-    item: object  # the lab.model.tasks.TaskItem it came from
+    item: object  # the lab.model.tasks.TaskItem it came from (realistic sets: the file's id)
     body: dict  # the chat request without `model`
     want_calls: list[dict] | None = None  # tool sets: the reference calls [{"name", "arguments"}]; None: a text answer
     want_fields: dict | None = None  # schema sets: the reference object
@@ -127,7 +134,20 @@ def build_cases(n: int, seed: int) -> dict[str, list[Case]]:
         "tools/required": [tool_case(i, "required") for i in tool_items if "calls" in i.meta],
         "schema/extract": [schema_case("schema/extract", i) for i in extract_items],
         "schema/json-keys": [schema_case("schema/json-keys", i) for i in json_items],
-    }
+    } | realistic_cases(n)
+
+
+def realistic_cases(n: int, path: Path = REALISTIC) -> dict[str, list[Case]]:
+    """The first `n` hand-written requests of each kind, as an agent framework sends them."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    schema = [Case("realistic/schema", r["id"], {"messages": r["messages"], "response_format": {
+        "type": "json_schema", "json_schema": {"name": "answer", "schema": r["schema"], "strict": True}}},
+        want_fields=r["want"], schema=r["schema"]) for r in rows if r["kind"] == "schema"]
+    tools = [Case("realistic/tools", r["id"], {"messages": r["messages"], "tools": [{"type": "function", "function": t} for t in r["tools"]],
+                                               "tool_choice": "auto"},
+                  want_calls=[r["want_call"]], tool_params={t["name"]: t["parameters"] for t in r["tools"]})
+             for r in rows if r["kind"] == "toolcall"]
+    return {"realistic/schema": schema[:n], "realistic/tools": tools[:n]}
 
 
 # ---- judging one answer ---------------------------------------------------------------------------------
@@ -139,8 +159,20 @@ def _valid(schema: dict, value) -> bool:
     return jsonschema.Draft202012Validator(schema).is_valid(value)
 
 
+def _argument_share(want_calls: list[dict], parsed: list[dict]) -> float:
+    """Mean over the reference calls: the share of its arguments the first call of its name sets equal."""
+    shares = []
+    for want in want_calls:
+        got = next((p["arguments"] for p in parsed if p["name"] == want["name"]), None)
+        args = want["arguments"]
+        shares.append(0.0 if not isinstance(got, dict) else
+                      sum(k in got and got[k] == v for k, v in args.items()) / len(args) if args else 1.0)
+    return sum(shares) / len(shares)
+
+
 def judge(case: Case, body: dict) -> dict:
-    """valid, exact (tools: 0/1; JSON: share of equal fields), decided (auto: called iff the reference does)."""
+    """valid, exact (tools: 0/1; JSON: share of equal fields), fields (tools: share of the reference
+    calls' arguments), decided (auto: called iff the reference does)."""
     from lab.model.tasks import normalize
 
     message = body["choices"][0]["message"]
@@ -149,9 +181,9 @@ def judge(case: Case, body: dict) -> dict:
         try:
             got = json.loads(content or "")
         except json.JSONDecodeError:
-            return {"valid": False, "exact": 0.0, "decided": None}
+            return {"valid": False, "exact": 0.0, "fields": 0.0, "decided": None}
         share = sum(isinstance(got, dict) and k in got and got[k] == v for k, v in case.want_fields.items()) / len(case.want_fields)
-        return {"valid": _valid(case.schema, got), "exact": share, "decided": None}
+        return {"valid": _valid(case.schema, got), "exact": share, "fields": share, "decided": None}
     parsed, valid = [], True
     for c in calls:
         name, raw = c["function"]["name"], c["function"]["arguments"]
@@ -166,11 +198,11 @@ def judge(case: Case, body: dict) -> dict:
     if not calls and (content or "").startswith("<tool_call>"):  # a call the reader could not complete
         valid = False
     if case.want_calls is not None:
-        exact = float(parsed == case.want_calls)
+        exact, fields = float(parsed == case.want_calls), _argument_share(case.want_calls, parsed)
     else:
-        exact = float(not calls and normalize(content or "") == normalize(case.item.answer))
-    decided = (bool(calls) == (case.want_calls is not None)) if case.set == "tools/auto" else None
-    return {"valid": valid, "exact": exact, "decided": decided}
+        exact = fields = float(not calls and normalize(content or "") == normalize(case.item.answer))
+    decided = (bool(calls) == (case.want_calls is not None)) if case.body.get("tool_choice") == "auto" else None
+    return {"valid": valid, "exact": exact, "fields": fields, "decided": decided}
 
 
 # ---- HTTP ------------------------------------------------------------------------------------------------
@@ -220,6 +252,7 @@ def summarize(set_: str, mode: str, records: list[dict]) -> dict:
         "set": set_, "mode": mode, "model": MODES[mode], "requests": n, "errors": n - len(ok),
         "valid": sum(r["valid"] for r in ok) / n if n else float("nan"),
         "exact": sum(r["exact"] for r in ok) / n if n else float("nan"),
+        "fields": sum(r["fields"] for r in ok) / n if n else float("nan"),
         "decision": sum(decided) / len(decided) if decided else None,
         "p50_ms": statistics.median(ms) if ms else float("nan"), "p99_ms": _pct(ms, 0.99),
         "forwards": statistics.mean(r["forwards"] for r in ok) if ok else float("nan"),
@@ -393,14 +426,14 @@ def _fmt(x, spec: str = ".3f") -> str:
 
 
 def print_tables(records: list[dict], cost: dict | None, http_ar_us: float | None) -> None:
-    print("\n| set | model | mode used | requests | errors | valid | exact fields | tool decision | p50 ms | p99 ms | forwards/req | tokens/req "
-          "| slot tokens block/AR | finish |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| set | model | mode used | requests | errors | valid | exact fields | field accuracy | tool decision | p50 ms | p99 ms | forwards/req "
+          "| tokens/req | slot tokens block/AR | finish |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in records:
         used = ", ".join(f"{m} {k}" for m, k in r["modes_used"].items())
         slots = "—" if r.get("slot_tokens_block") is None else f"{r['slot_tokens_block']:.1f} / {r['slot_tokens_ar']:.1f}"
         finish = ", ".join(f"{f} {k}" for f, k in sorted(r["finish"].items())) + (f" (closed early {r['closed_early']})" if r["closed_early"] else "")
-        print(f"| {r['set']} | {r['model']} | {used} | {r['requests']} | {r['errors']} | {r['valid']:.3f} | {r['exact']:.3f} | "
+        print(f"| {r['set']} | {r['model']} | {used} | {r['requests']} | {r['errors']} | {r['valid']:.3f} | {r['exact']:.3f} | {r['fields']:.3f} | "
               f"{_fmt(r['decision'])} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['forwards']:.1f} | {r['tokens']:.1f} | {slots} | {finish} |")
     if cost is None:
         return
