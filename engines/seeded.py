@@ -9,9 +9,9 @@ logits score highest. A token that would end the value in plain JSON (a string s
 quote, `",`; a number's `,` or `}`) says what the filler says, so its probability is the filler's
 too: a model that writes `"Sofia"` in plain JSON ends the slot's value after `Sofia`.
 
-The steps follow the slots, not the canvas (`engines.slot_schedule`): a step budget proportional
-to the slot positions, slots committed in confidence order (a confident slot after one step), each
-committed slot fixed for the steps after, the canvas done when every slot is.
+The steps follow the slots, not the canvas (`engines.slot_schedule`): each free slot's value grows
+from its start (the next token every step, and the confident run after it), an enum slot is chosen
+when it is sure, and the canvas is done when every slot is committed.
 
 After the canvas: a slot whose value filled it is widened and denoised again on a canvas where the
 other slots are fixed at their committed values (`known`), up to MAX_CANVASES canvases. The answer
@@ -113,13 +113,13 @@ class Seeding:
         for j, lay in enumerate(self.layouts):
             ending = logits[j].masked_fill(~self.ends[:, :V][self.kinds[j]], float("-inf")).logsumexp(-1)  # (C,)
             logits[j, :, self.filler] = torch.logaddexp(logits[j, :, self.filler], ending)
-            logits[j].masked_fill_(~self.allowed[:, :V][self.kinds[j]], float("-inf"))  # (C, V) rule for row j
-            for span in lay.spans:
+            for span in lay.spans:  # before the slot rule, which leaves an enum position only the filler
                 if span.slot.kind == "enum" and not span.known:
                     choice, uncertainty = best_choice(span, logits[j], lay.filler)
                     tokens[j, span.start : span.end] = torch.tensor(choice, device=tokens.device)
                     one_hot[j, span.start : span.end] = True
                     self.choice_uncertainty[j][span.start] = uncertainty
+            logits[j].masked_fill_(~self.allowed[:, :V][self.kinds[j]], float("-inf"))  # (C, V) rule for row j
         rows, positions = torch.nonzero(one_hot, as_tuple=True)
         logits[rows, positions] = float("-inf")
         logits[rows, positions, tokens[rows, positions]] = 0.0

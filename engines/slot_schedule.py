@@ -1,38 +1,39 @@
-"""When each slot of a seeded canvas is read: a step budget that follows the slots, and commits in
-confidence order.
+"""When each slot of a seeded canvas is read: a free slot's value grows from its start, an enum is
+chosen when it is sure or when nothing is left to learn.
 
-A skeleton-seeded canvas (engines.seeded) denoises only its value slots, so what it has to decide
-is the slot tokens, not the canvas: a row's step budget is `STEPS_PER_SLOT_TOKEN` per slot position
-it denoises (at least 1, at most the request's `max_denoising_steps`), whatever the skeleton around
-them. After every step each open slot gets an uncertainty: the mean entropy (nats) of the positions
-its value takes, its end (the first filler) included; an enum slot, the entropy of its choice
-posterior per position of the choice. Then:
+A skeleton-seeded canvas (engines.seeded) denoises only its value slots. A copied value (a name, an
+invoice number, an e-mail address) is read one token after another: the decoder finds where the
+value starts in the prompt and then copies on from its own previous token, which only works while
+that token is clean. Committing a whole slot from one step's argmax, as the canvas does, lets every
+position guess its token beside noisy neighbours: the same token twice, a token skipped
+("umwe699@benf." for "umwe69@benfa.io"; docs/benchmarks.md has the measurements). So each free
+slot (string, number, integer, JSON) keeps a **prefix**, fixed in the decoder's input from the next
+step on, and after every step:
 
-- a slot under the request's `confidence_threshold` is committed at once: a confident slot is
-  read after one step (the canvas stop rule asked the whole canvas to be confident, and stable for
-  another step, before any of it was read);
-- the least uncertain slots are committed until `floor(slots * steps / budget)` are: one slot of
-  three in 6 steps is due after step 2, the last at step 6. (The first step's argmax is read off
-  pure noise: forcing a commit there, as `ceil` does, fixed a wrong first value, "Aofia" for
-  "Sofia", that the later steps then built on.)
+- the prefix takes the step's argmax at its next position, whatever its entropy (so a slot of n
+  tokens is read in at most n steps), then the positions after it while their entropy stays under
+  `PREFIX_ENTROPY` (a confident run of copied tokens is read in one step);
+- the value ends at the first filler the prefix reaches (committed as it is), or when the prefix
+  fills the slot (committed and marked as filled: the caller widens it);
+- at the request's `max_denoising_steps` every open slot is committed from the step's argmax (the
+  prefix, then the rest up to the first filler).
 
-A committed slot is fixed (its value, then filler) for the steps after: the slots still open see
-it as certain, as they see the skeleton. The row's canvas is done when every slot is committed.
+An enum slot takes the choice its logits score highest at every step (engines.seeded.Seeding); it
+is committed when that choice is sure (its posterior entropy per token under the request's
+`confidence_threshold`), or once every free slot of its row is committed (the choice then reads
+the values around it), or at the step limit. A label, one enum slot, is read after one step.
+
+A committed slot is fixed (its value, then the skeleton after it) for the steps after: the slots
+still open see it as certain, as they see the skeleton. The row's canvas is done when every slot is.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from engines.skeleton_canvas import SlotSpan
 
-STEPS_PER_SLOT_TOKEN = 0.125  # denoising steps per slot position: a 12-token string slot gets 2 (docs/benchmarks.md)
-
-
-def step_budget(positions: int, max_steps: int) -> int:
-    """Denoising steps for a canvas with `positions` slot positions to denoise."""
-    return max(1, min(max_steps, math.ceil(positions * STEPS_PER_SLOT_TOKEN)))
+PREFIX_ENTROPY = 0.3  # nats: how sure a token after the first must be to join a slot's prefix in the same step
 
 
 @dataclass
@@ -41,37 +42,64 @@ class OpenSlot:
     offset: int  # its first position among the row's slot positions (engines.seeded.Seeding.index)
 
 
-class SlotSchedule:
-    """Which slots each row of a batch of seeded canvases commits after each step."""
+@dataclass
+class Commit:
+    """A slot finished after a step: its value's tokens (None for an enum: the caller reads its
+    choice) and whether the value filled the slot (it may have been cut)."""
 
-    def __init__(self, open_slots: list[list[OpenSlot]], positions: list[int], max_steps: int, threshold: float):
+    slot: OpenSlot
+    value: list[int] | None
+    filled: bool = False
+
+
+class SlotSchedule:
+    """Per row of a batch of seeded canvases: each free slot's prefix, and which slots finish after each step."""
+
+    def __init__(self, open_slots: list[list[OpenSlot]], max_steps: int, threshold: float, filler: int):
         self.open = [list(slots) for slots in open_slots]  # per row, the slots not committed yet
-        self.total = [len(slots) for slots in open_slots]
-        self.budget = [step_budget(n, max_steps) for n in positions]
+        self.prefix: list[dict[str, list[int]]] = [{} for _ in open_slots]  # per row, free slot path -> its prefix
         self.steps = [0] * len(open_slots)  # steps each row has taken
+        self.max_steps = max(1, max_steps)
         self.threshold = threshold
+        self.filler = filler
 
     def done(self, b: int) -> bool:
         return not self.open[b]
 
     def remaining(self, b: int) -> int:
-        """Steps row b has left in its budget, counting the one it is about to take (>= 1)."""
-        return max(1, self.budget[b] - self.steps[b])
+        """Steps row b may still take, counting the one it is about to take (>= 1)."""
+        return max(1, self.max_steps - self.steps[b])
 
-    def commit(self, b: int, uncertainty: list[float]) -> list[OpenSlot]:
-        """After row b's step: the open slots to commit now, given each open slot's uncertainty (in
-        `open[b]`'s order); they leave `open[b]`."""
+    def prefixes(self, b: int) -> list[tuple[OpenSlot, list[int]]]:
+        """Row b's open free slots with a prefix, and the prefix: what the next step's input holds there."""
+        return [(o, self.prefix[b][o.span.slot.path]) for o in self.open[b] if self.prefix[b].get(o.span.slot.path)]
+
+    def advance(self, b: int, argmax: list[int], entropy: list[float], choice_uncertainty: dict[int, float]) -> list[Commit]:
+        """After row b's step, given its slot positions' argmax tokens and entropies (nats) and each
+        enum slot's choice uncertainty (by its span's start): the slots finished now, in canvas
+        order; they leave `open[b]`."""
         self.steps[b] += 1
-        due = self.total[b] * self.steps[b] // self.budget[b] - (self.total[b] - len(self.open[b]))
-        order = sorted(range(len(self.open[b])), key=lambda i: uncertainty[i])
-        chosen = [i for k, i in enumerate(order) if k < due or uncertainty[i] < self.threshold]
-        taken = [self.open[b][i] for i in sorted(chosen)]
-        self.open[b] = [s for i, s in enumerate(self.open[b]) if i not in set(chosen)]
-        return taken
+        last = self.steps[b] >= self.max_steps
+        done: dict[int, Commit] = {}
+        for i, o in enumerate(self.open[b]):
+            if o.span.slot.kind != "enum":
+                commit = self._grow(b, o, argmax[o.offset : o.offset + o.span.capacity], entropy[o.offset : o.offset + o.span.capacity], last)
+                if commit is not None:
+                    done[i] = commit
+        free_open = any(o.span.slot.kind != "enum" and i not in done for i, o in enumerate(self.open[b]))
+        for i, o in enumerate(self.open[b]):
+            if o.span.slot.kind == "enum" and (last or not free_open or choice_uncertainty[o.span.start] < self.threshold):
+                done[i] = Commit(o, None)
+        self.open[b] = [o for i, o in enumerate(self.open[b]) if i not in done]
+        return [done[i] for i in sorted(done)]
 
-
-def value_uncertainty(tokens: list[int], entropy: list[float], filler: int) -> float:
-    """Mean entropy over a free slot's value positions, its first filler included (all of them
-    when the value fills the slot)."""
-    n = tokens.index(filler) + 1 if filler in tokens else len(tokens)
-    return sum(entropy[:n]) / max(1, n)
+    def _grow(self, b: int, o: OpenSlot, argmax: list[int], entropy: list[float], last: bool) -> Commit | None:
+        prefix = self.prefix[b].setdefault(o.span.slot.path, [])
+        start = len(prefix)
+        for k in range(start, o.span.capacity):
+            if argmax[k] == self.filler:
+                return Commit(o, list(prefix))
+            if k > start and entropy[k] >= PREFIX_ENTROPY and not last:
+                return None
+            prefix.append(argmax[k])
+        return Commit(o, list(prefix), filled=True)

@@ -11,7 +11,6 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engines.slot_schedule import step_budget
 from engines.types import GenerationRequest
 from tests.engines.test_constraint import ASK, schema_spec, schemas, tools_spec
 
@@ -76,8 +75,8 @@ def test_a_slot_that_overflows_is_widened_and_the_answer_still_validates(engine)
     finally:
         engine.seeder.ends = ends
     assert widened is not None
-    # the second canvas denoised the widened code slot only (4 positions: 1 step), the level slot stayed as committed
-    assert widened.stats.steps_per_canvas[1] == step_budget(4, 2) == 1
+    # the second canvas denoised the widened code slot only, within the request's 2 steps; the level slot stayed as committed
+    assert 1 <= widened.stats.steps_per_canvas[1] <= 2
 
 
 @pytest.mark.parametrize("mode", ["ar", "verified"])

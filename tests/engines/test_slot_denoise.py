@@ -1,5 +1,6 @@
-"""The seeded canvas's denoising (engines.slot_denoise, issue 37): a random model's canvas takes only
-its slots' step budget, and a committed slot is laid out compact with the rest moved along."""
+"""The seeded canvas's denoising (engines.slot_denoise, issue 37): a canvas reads at least a token of
+each open slot a step and stops at the request's step limit; a committed slot is laid out compact
+with the rest moved along."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import pytest
 
 from engines.skeleton import template_for_schema
 from engines.skeleton_canvas import CanvasLayout
-from engines.slot_schedule import step_budget
 from engines.types import GenerationRequest
 from tests.engines.test_constraint import ASK, schema_spec
 
@@ -20,11 +20,17 @@ def engine(tmp_path_factory):
     return DiffusionEngine.from_checkpoint(save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-slots") / "ckpt", seed=0, canvas_length=256))
 
 
-def test_a_random_models_canvas_takes_its_slot_budget(engine):
+def test_a_canvas_reads_a_token_of_each_slot_a_step_and_stops_at_the_request_limit(engine):
     spec = schema_spec({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a", "b"]})
-    r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton, seed=1, max_new_tokens=80))
-    assert r.stats.steps_per_canvas[0] <= step_budget(24, 12) == 3  # 2 string slots of 12 positions, whatever the canvas around them
-    assert r.stats.slot_tokens_block is not None and r.stats.slot_tokens_ar is not None
+
+    def first_canvas_steps(limit: int) -> int:
+        r = engine.generate(GenerationRequest(messages=ASK, mode="block", grammar=spec.grammar, skeleton=spec.skeleton, seed=1,
+                                              max_new_tokens=80, max_denoising_steps=limit))
+        assert r.stats.slot_tokens_block is not None and r.stats.slot_tokens_ar is not None
+        return r.stats.steps_per_canvas[0]
+
+    assert first_canvas_steps(64) <= 12  # 2 string slots of 12 positions, whatever the canvas around them
+    assert first_canvas_steps(3) <= 3
 
 
 def test_a_committed_slot_is_laid_out_compact_and_the_rest_moves_with_it():
