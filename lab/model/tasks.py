@@ -36,6 +36,7 @@ from dataclasses import dataclass
 # The item, its split and the tool-call text live in `items`, which `open_tasks` imports too (no cycle).
 from lab.model.items import SPLITS, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, TaskItem, parse_tool_calls, split_of, tool_call_text
 from lab.model.open_tasks import make_copy, make_label, make_schema, make_toolcall, score_fields
+from lab.model.wild_tasks import make_wild
 
 # Open-vocabulary families (lab/model/open_tasks.py): values are generated, so the model must
 # copy them from the prompt. Appended last with weight 0 by default (train.OPT_IN_FAMILIES), so
@@ -1171,7 +1172,7 @@ FAMILIES: dict[str, Family] = {
 # Auxiliary training families: drawn by training steps when `family_weights` names them, never part
 # of a suite, an evaluation or the router's data (so they stay out of FAMILIES). "copy" drills the
 # copying of unseen values that schema and toolcall need (lab/model/open_tasks.py).
-AUX_FAMILIES: dict[str, Family] = {"copy": Family("copy", make_copy, score_fields, False)}
+AUX_FAMILIES: dict[str, Family] = {"copy": Family("copy", make_copy, score_fields, False), "wild": Family("wild", make_wild, score_fields, False)}
 
 
 def score(item: TaskItem, output: str) -> Score:

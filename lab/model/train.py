@@ -52,7 +52,7 @@ from lab.model.tasks import AUX_FAMILIES, FAMILIES, LONG_FAMILIES, OPEN_FAMILIES
 OPT_IN_FAMILIES = ("tool",) + OPEN_FAMILIES + tuple(AUX_FAMILIES)  # weight 0 unless `family_weights` names them: configs written before they existed replay the same batches
 # Families with long prompts (tool definitions, a response schema): trained in steps of their own
 # ("tool steps"), so short steps do not pad every row to their length.
-TOOL_STEP_FAMILIES = ("tool", "toolcall", "schema", "label")
+TOOL_STEP_FAMILIES = ("tool", "toolcall", "schema", "label", "wild")
 STATE_FILE = "train_state.pt"  # optimizer + step + model state for --resume (never shipped)
 LOG_FILE = "train_log.jsonl"
 
@@ -193,7 +193,7 @@ def make_batch(tokenizer, cfg: TrainConfig, step: int) -> Batch:
         families = ("copy",)
     else:
         # auxiliary families last: at weight 0 they leave the draws of the others unchanged
-        families = tuple(f for f in SHORT_FAMILIES if not (cfg.tool_batch_prob > 0 and f in TOOL_STEP_FAMILIES)) + tuple(AUX_FAMILIES)
+        families = tuple(f for f in (*SHORT_FAMILIES, *AUX_FAMILIES) if not (cfg.tool_batch_prob > 0 and f in TOOL_STEP_FAMILIES))
     weights = [1.0] if copy_step else [family_weight(cfg, f) for f in families]
     if long_step:
         size, k = CANVAS_SIZES[-1], rng.choices(range(3), cfg.long_chunk_probs)[0]

@@ -226,6 +226,36 @@ def test_copy_is_an_auxiliary_training_family_outside_every_suite(tok):
     assert not any("copy" in make_batch(tok, plain, step).families for step in range(6))
 
 
+def test_wild_messages_hold_their_values_and_never_the_realistic_sets(tok):
+    """"wild" (lab/model/wild_tasks.py: e-mails, notices, chat messages with values people write and
+    same-kind distractors) is opt-in, trained in tool steps, and its answers are copies of the text:
+    every string value verbatim in the user turn, the object valid under the schema. None of the
+    hand-written realistic requests' values (lab/bench/data) is ever generated."""
+    from lab.bench.structured import REALISTIC
+    from lab.model.tasks import AUX_FAMILIES, sample_item
+    from lab.model.train import TOOL_STEP_FAMILIES, make_batch
+
+    assert "wild" in AUX_FAMILIES and "wild" in OPT_IN_FAMILIES and "wild" in TOOL_STEP_FAMILIES and "wild" not in FAMILIES
+    held_out = set()
+    for line in REALISTIC.read_text().splitlines():
+        row = json.loads(line)
+        held_out |= {v for v in (row.get("want") or row["want_call"]["arguments"]).values() if isinstance(v, str) and len(v) > 6}
+    rng, distracted = random.Random(7), 0
+    for _ in range(300):
+        item = sample_item("wild", rng)
+        obj, user = json.loads(item.answer), _user(item)
+        jsonschema.validate(obj, item.meta["schema"])
+        assert all(v in user for v in obj.values() if isinstance(v, str)) and score_fields(item, item.answer) == 1.0
+        assert not held_out & {v for v in obj.values() if isinstance(v, str)}
+        distracted += any(w in user for w in ("copied on", "do not write", "handled by", "left our", "replaces", "earlier number",
+                                              "late fee", "already paid", "deposit", "no longer", "fax", "Evenings", "copy went"))
+    assert distracted > 60  # about half the items carry a value of an asked kind in another role
+    plain = TrainConfig(out="unused", family_weights={"schema": 1.0, "extract": 1.0}, tool_batch_prob=0.5, batch_short=6, batch_tool=4)
+    wild = TrainConfig(**{**plain.__dict__, "family_weights": plain.family_weights | {"wild": 2.0}})
+    assert "wild" in {f for step in range(8) for f in make_batch(tok, wild, step).families}
+    assert not any("wild" in make_batch(tok, plain, step).families for step in range(8))
+
+
 def test_copy_first_steps_train_copy_alone_then_the_mix_as_before(tok):
     import torch
 
