@@ -47,7 +47,7 @@ def _person(rng: random.Random) -> str:
         last += "-" + _cap(_word(rng, rng.choice((1, 2))))
     if rng.random() < 0.15:
         first += " " + _cap(_word(rng, 1))
-    if rng.random() < 0.12:
+    if rng.random() < 0.12 and len(first) > 1:
         at = rng.randrange(1, len(first))
         if first[at] in _ACCENTS:
             first = first[:at] + _ACCENTS[first[at]] + first[at + 1 :]

@@ -241,8 +241,10 @@ def test_wild_messages_hold_their_values_and_never_the_realistic_sets(tok):
         row = json.loads(line)
         held_out |= {v for v in (row.get("want") or row["want_call"]["arguments"]).values() if isinstance(v, str) and len(v) > 6}
     rng, distracted = random.Random(7), 0
-    for _ in range(300):
+    for i in range(3000):  # many draws, so rare paths run (a one-letter first name once crashed the accent); 300 checked
         item = sample_item("wild", rng)
+        if i >= 300:
+            continue
         obj, user = json.loads(item.answer), _user(item)
         jsonschema.validate(obj, item.meta["schema"])
         assert all(v in user for v in obj.values() if isinstance(v, str)) and score_fields(item, item.answer) == 1.0
