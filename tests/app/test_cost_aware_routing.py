@@ -14,6 +14,7 @@ import pytest
 
 LABEL = [{"role": "user", "content": "Classify the sentiment of this review as positive, negative or neutral: battery died in an hour."}]
 GUARD_S = 60.0  # deadlock guard for each wait below (each took seconds here; pytest-timeout allows the test 300 s)
+MOVED_GUARD_S = 150.0  # the wait for a moved label: a try that lands between waves waits behind AR's long answers
 LOAD_ROWS = 8  # concurrent long AR requests: the engine's batch of 4, and 4 queued behind it
 LOAD_TOKENS = 512
 # A near-greedy sample (just over engines.sampling.GREEDY_BELOW): one token per AR step, as prompt
@@ -49,10 +50,10 @@ def logged(base_url: str, admin_headers: dict, response: httpx.Response) -> dict
     return entry
 
 
-def wait_for(predicate, what: str):
-    deadline = time.monotonic() + GUARD_S
+def wait_for(predicate, what: str, guard_s: float = GUARD_S):
+    deadline = time.monotonic() + guard_s
     while not (value := predicate()):
-        assert time.monotonic() < deadline, f"not within {GUARD_S:.0f} s: {what}"
+        assert time.monotonic() < deadline, f"not within {guard_s:.0f} s: {what}"
         time.sleep(0.1)
     return value
 
@@ -124,11 +125,17 @@ def test_requests_move_to_another_mode_under_load(base_url, admin_headers, label
         decided = wait_for(lambda: (d := dry_run(base_url, admin_headers))["rule"] == "load" and d, "the label is moved off the loaded AR engine")
         assert decided["mode"] in ("block", "verified") and f"moved to {decided['mode']}" in decided["reason"], decided
 
-        def moved() -> httpx.Response | None:  # the load comes in waves (each request ends, the next starts): ask until moved
+        def moved() -> httpx.Response | None:
+            """The load comes in waves (each request ends, the next starts): send a label while the
+            dry run says it moves, until one is served moved. A label sent between waves goes to AR
+            and waits behind the long answers there (tens of seconds on a busy machine), so each try
+            first asks the dry run, and the guard allows several such waits."""
+            if dry_run(base_url, admin_headers)["rule"] != "load":
+                return None
             r = label(base_url)
             return r if r.headers["x-tandem-route-reason"] == "load" else None
 
-        r = wait_for(moved, "a label request served in another mode under load")
+        r = wait_for(moved, "a label request served in another mode under load", guard_s=MOVED_GUARD_S)
         during = stats(base_url, admin_headers)
         assert not load.errors, load.errors[:3]
     assert r.headers["x-tandem-mode"] in ("block", "verified") and r.headers["x-tandem-task"] == "classify"
