@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 LABEL = [{"role": "user", "content": "Classify the sentiment of this review as positive, negative or neutral: battery died in an hour."}]
-GUARD_S = 60.0  # deadlock guard for each wait below (each took seconds here; pytest-timeout allows the test 300 s)
+GUARD_S = 60.0  # deadlock guard for each wait below (each took seconds here)
 MOVED_GUARD_S = 150.0  # the wait for a moved label: a try that lands between waves waits behind AR's long answers
 LOAD_ROWS = 8  # concurrent long AR requests: the engine's batch of 4, and 4 queued behind it
 LOAD_TOKENS = 512
@@ -113,6 +113,8 @@ def label_policy(base_url, admin_headers):
     assert back.status_code == 200, back.text
 
 
+# the guards' sum (5 x 60 s + 150 s), so a slow wait fails with its own message, not pytest-timeout's
+@pytest.mark.timeout(480)
 def test_requests_move_to_another_mode_under_load(base_url, admin_headers, label_policy):
     # idle: the policy's mode, not moved
     wait_for(lambda: (e := stats(base_url, admin_headers)["engines"])["ar"]["running"] + e["ar"]["queued"] == 0, "AR idles")
