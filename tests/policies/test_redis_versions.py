@@ -94,7 +94,11 @@ def test_watching_replicas_never_step_back_a_version(private_redis):
         private_redis.start()
         with RedisStore(url, watch=False, socket_timeout_s=0.3) as cli:  # at once, racing the replicas' reconnect
             cli.apply(edit(default_policy(), steps=9))
-        assert wait_until(lambda: all(r.current().steps == 9 and r.status()["healthy"] for r in replicas), 5.0)
+        # a replica's listeners run just after its current() changes (on its watch thread): wait for both
+        assert wait_until(
+            lambda: all(r.current().steps == 9 and r.status()["healthy"] and served[k][-1:] == [5] for k, r in enumerate(replicas)),
+            5.0,
+        ), served
         versions = {r.current().version for r in replicas}
         assert versions == {5}, versions
         for seq in served.values():
