@@ -58,20 +58,32 @@ class Served:
 
 
 class Outcomes:
+    """Answers as the Gateway would serve them. Every answer here is greedy or seeded, so the same
+    request in the same mode, canvas and steps is the same answer: each is decoded once (the
+    scenario serves most requests again after retraining, and AR's answer for each of them)."""
+
     def __init__(self, engine: DiffusionEngine):
         self.engine = engine
+        self._answers: dict[tuple, tuple[str, list[int], int]] = {}
+
+    def _answer(self, request: RouteRequest, mode: str, canvas: int | None, steps: int | None) -> tuple[str, list[int], int]:
+        key = (json.dumps(request.messages, sort_keys=True), mode, canvas if mode != "ar" else None, steps if mode != "ar" else None)
+        if key not in self._answers:
+            out = self.engine.generate(GenerationRequest(messages=request.messages, mode=mode, max_new_tokens=MAX_TOKENS,
+                                                         canvas=canvas, max_denoising_steps=steps, seed=0))
+            self._answers[key] = (out.text, out.token_ids, out.stats.output_tokens)
+        return self._answers[key]
 
     def serve(self, id_: str, request: RouteRequest, decision) -> Served:
-        gen = lambda mode: GenerationRequest(messages=request.messages, mode=mode, max_new_tokens=MAX_TOKENS,  # noqa: E731
-                                             canvas=decision.canvas, max_denoising_steps=decision.steps, seed=0)
-        ar = self.engine.generate(gen("ar"))
+        ar_text, _, ar_tokens = self._answer(request, "ar", decision.canvas, decision.steps)
         if decision.mode == "ar":
-            return Served(id_, request, decision, ar.text, ar.stats.output_tokens, ar.text)
-        out = self.engine.generate(gen(decision.mode))
+            return Served(id_, request, decision, ar_text, ar_tokens, ar_text)
+        text, token_ids, tokens = self._answer(request, decision.mode, decision.canvas, decision.steps)
         agreement = None
         if decision.mode == "block":
-            agreement = self.engine.agreement(gen("ar"), out.token_ids) / max(1, len(out.token_ids))
-        return Served(id_, request, decision, out.text, out.stats.output_tokens, ar.text, agreement)
+            check = GenerationRequest(messages=request.messages, mode="ar", max_new_tokens=MAX_TOKENS, seed=0)
+            agreement = self.engine.agreement(check, token_ids) / max(1, len(token_ids))
+        return Served(id_, request, decision, text, tokens, ar_text, agreement)
 
 
 def realistic_requests() -> list[tuple[str, RouteRequest]]:
