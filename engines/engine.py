@@ -254,9 +254,11 @@ class DiffusionEngine:
         return [r.result() for r in rows]
 
     def agreement(self, request: GenerationRequest, answer_ids: list[int]) -> int:
-        """How many leading tokens of `answer_ids` (e.g. a block answer) the model's greedy AR choice
-        would accept: one encoder pass over prompt + answer, as verified mode's commit pass does."""
-        return agreement(self.model, self.prompt_ids(request), answer_ids)
+        """How many leading tokens of `answer_ids` (e.g. a block answer, with the stop token it ended
+        on: `GenerationResult.checked_ids`) the model's greedy AR choice would accept: one encoder
+        pass over prompt + answer, as verified mode's commit pass does."""
+        stops = frozenset(request.stop_token_ids) if request.stop_token_ids is not None else self.eos_ids
+        return agreement(self.model, self.prompt_ids(request), answer_ids, stops)
 
     def logprobs(self, request: GenerationRequest, answer_ids: list[int], top: int) -> list[dict]:
         """Each answer token's log-probability under the model's AR distribution (before

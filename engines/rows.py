@@ -43,6 +43,7 @@ class Row:
     error: BaseException | None = None  # set when decoding failed; `on_done` still runs
     output: list[int] = field(default_factory=list)
     finish_reason: FinishReason | None = None
+    stop_token: int | None = None  # the stop token that ended the answer, if one did
     text: str = ""  # output text so far, cut before any stop string
     sent: int = 0  # characters of `text` already passed to `on_text`
     stats: DecodeStats = field(default_factory=DecodeStats)
@@ -73,6 +74,7 @@ class Row:
             taken += 1
             if t in self.stop_ids or (self.constraint is not None and not self.constraint.consume(t)):
                 self.finish_reason = "stop"
+                self.stop_token = t if t in self.stop_ids else None
                 break
             self.output.append(t)
             if self.constraint is not None and (self.constraint.done or len(self.output) >= self.request.max_new_tokens):
@@ -120,6 +122,7 @@ class Row:
             token_ids=list(self.output),
             finish_reason=self.finish_reason or "length",
             stats=self.stats,
+            stop_token=self.stop_token,
         )
 
     def settle(self, future) -> None:

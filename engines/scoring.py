@@ -24,13 +24,20 @@ def answer_logits(model, prompt_ids: list[int], answer_ids: list[int]) -> torch.
     return logits[0, len(prompt_ids) - 1 : -1]  # the logits before each answer token
 
 
-def agreement(model, prompt_ids: list[int], answer_ids: list[int]) -> int:
-    """How many leading tokens of `answer_ids` the greedy AR choice accepts (0 for no answer)."""
+def agreement(model, prompt_ids: list[int], answer_ids: list[int], stop_ids: frozenset[int] = frozenset()) -> int:
+    """How many leading tokens of `answer_ids` the greedy AR choice accepts (0 for no answer). An
+    answer may end on the stop token that ended it: it is accepted where AR's choice is any of
+    `stop_ids` (a block answer that stopped where AR goes on is not AR's answer, even when every
+    token it wrote is)."""
     if not answer_ids:
         return 0
     choice = answer_logits(model, prompt_ids, answer_ids).argmax(-1)  # (A,) AR choice at every answer position
-    agree = (choice == torch.tensor(answer_ids, device=choice.device)).long().cumprod(-1)  # 1 up to the first miss
-    return int(agree.sum())
+    answer = torch.tensor(answer_ids, device=choice.device)
+    same = choice == answer
+    if stop_ids:
+        stops = torch.tensor(sorted(stop_ids), device=choice.device)
+        same |= torch.isin(answer, stops) & torch.isin(choice, stops)
+    return int(same.long().cumprod(-1).sum())  # 1 up to the first miss
 
 
 def answer_logprobs(model, decode: Callable[[list[int]], str], prompt_ids: list[int], answer_ids: list[int], top: int) -> list[dict]:

@@ -169,3 +169,10 @@ class GenerationResult:
     stats: DecodeStats
     # per output token, when asked: {"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}
     logprobs: list[dict] | None = None
+    stop_token: int | None = None  # the stop token that ended the answer (not in token_ids); None when it ended otherwise
+
+    @property
+    def checked_ids(self) -> list[int]:
+        """What shadow verification checks: the answer's tokens and the stop token that ended it, so
+        that an answer which stopped where AR goes on does not count as AR's."""
+        return self.token_ids + ([self.stop_token] if self.stop_token is not None else [])

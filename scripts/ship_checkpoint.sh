@@ -11,7 +11,7 @@
 #    retrained on them and evaluated (`tandem router train`, `evaluate`);
 # 3. the cost profile beside the new weights: the per-task acceptance (`tandem eval model --json`),
 #    ms per step and steps per task (`tandem bench engines --write-profile`), the prefill cost
-#    (`tandem bench prefix --write-profile`);
+#    (`tandem bench prefix --write-profile`), the draft step (`tandem bench verified --write-profile`);
 # 4. held out against the weights it replaces (`python -m lab.model.heldout`), into OUT.
 # What it leaves to a person: the tests that describe the old weights (test_shipped_model's floors,
 # test_verified's chosen prompts, the agents' xfails) and the README's account of the model.
@@ -58,6 +58,8 @@ echo "== the cost profile"
 "$TANDEM" bench engines --checkpoint "$SHIPPED" --quick --threads 1 --write-profile --acceptance-from "$OUT/model_eval.json" \
   --json "$OUT/engines.json"
 "$TANDEM" bench prefix --checkpoint "$SHIPPED" --quick --write-profile --json "$OUT/prefix.json"
+# the draft step by canvas and batch (what verified mode prices its drafts with), then verified against AR
+"$TANDEM" bench verified --checkpoint "$SHIPPED" --write-profile --batch 1 8 --json "$OUT/verified.json"
 
 echo "== held out against the weights it replaces"
 "$PY" -m lab.model.heldout --checkpoint "$SHIPPED" --baseline "$KEEP" --n 10 --n-long 2 --threads "$THREADS" --json "$OUT/heldout.json"

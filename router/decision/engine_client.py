@@ -12,7 +12,8 @@ The contract:
   (failover turns them into a 503). Cancelling the await cancels the engine's work.
 - `stream(request)`: an `EngineStream` of text deltas, then the `GenerationResult` (or a
   `TandemError` in place of either); `cancel()` frees the engine's scheduler slot.
-- `agreement(request, answer_ids)`: how many leading tokens of a finished block answer AR accepts.
+- `agreement(request, answer_ids)`: how many leading tokens of a finished block answer AR accepts
+  (`answer_ids` may end on the stop token that ended it: `GenerationResult.checked_ids`).
 - `load()`, `info()`, `cost_profile()`: occupancy (also the health probe), what the engine serves,
   and the checkpoint's measured cost profile (None when it ships none).
 """

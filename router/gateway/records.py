@@ -42,7 +42,7 @@ class Records:
         self.telemetry.record(outcome, decision)
         shadow = decision.shadow_verify and outcome.mode == "block"
         if shadow or self.redis is not None:
-            self._spawn(self._after(call.route, attempt, result.token_ids, outcome, shadow))
+            self._spawn(self._after(call.route, attempt, result.checked_ids, outcome, shadow))
 
     def error(self, status: int, code: str | None = None, decision=None, mode: str | None = None) -> None:
         """An answered error: /admin/stats, the requests counter and (with a decision: it was routed) the feed."""

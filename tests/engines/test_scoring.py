@@ -28,6 +28,19 @@ def test_the_greedy_answer_is_accepted_whole_and_a_changed_token_stops_the_agree
     assert agreement(engine.model, prompt, []) == 0
 
 
+def test_an_answer_that_stopped_where_ar_goes_on_is_not_ar_s(engine, greedy):
+    # Take one of AR's tokens (one not written before it) as a stop: an answer ending on any stop
+    # where AR's choice is a stop is accepted whole, stop included; one that stopped a token sooner
+    # is accepted only up to its stop (AR writes another token there), however right the rest.
+    prompt, answer = greedy
+    k = next(i for i in range(1, len(answer)) if answer[i] not in answer[:i])
+    other_stop = next(t for t in range(engine.vocab_size) if t not in answer)
+    stops = frozenset({answer[k], other_stop})
+    assert agreement(engine.model, prompt, answer[:k] + [other_stop], stops) == k + 1
+    assert agreement(engine.model, prompt, answer[: k - 1] + [other_stop], stops) == k - 1
+    assert agreement(engine.model, prompt, answer[:k] + [other_stop]) == k  # no stop set: a token like any other
+
+
 def test_answer_logits_are_the_ar_logits_before_each_answer_token(engine, greedy):
     prompt, answer = greedy
     logits = answer_logits(engine.model, prompt, answer)  # (A, V)

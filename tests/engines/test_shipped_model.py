@@ -1,8 +1,9 @@
 """The shipped tiny DiffusionGemma loads from a clean clone and still does what its model card
 says on a test-split sample of 20 items per family, at floors derived from a 60-item measurement
-(tests/floors.py; docs/model.md's card: AR 100% classify and summarize, 90% plan and code; block at
-12 steps 100% classify, 95% summarize, 90% code), its verified output equals its AR output, and
-its drafts are mostly accepted."""
+(tests/floors.py; docs/model.md's card: AR 100% classify, summarize, code and extract, 95% plan;
+block at 12 steps 98% classify, 97% code, 65% summarize), its verified output equals its AR
+output, and its drafts are mostly accepted; and that it fills schemas, tool calls and labels it never saw
+(AR 93-100% of items exact, block with the skeleton seeded 55-97%)."""
 
 import pytest
 
@@ -24,12 +25,12 @@ def test_shipped_checkpoint_is_a_canvas_256_diffusion_gemma(shipped):
     assert (SHIPPED_CHECKPOINT / "cost_profile.json").is_file()
 
 
-# Measured with this file's settings on the first 60 test items of each family (2-core VM, Dec
-# 2026): right answers of 60. The test decodes the first SAMPLE of them; its floor is
+# Measured with this file's settings on the first 60 test items of each family (2-core VM,
+# 2026-12-06, the checkpoint of lab/model/runs/structured-copy128x): right answers of 60. The test decodes the first SAMPLE of them; its floor is
 # tests.floors.binomial_floor (what a model at the measured rate reaches 99% of the time), so a
 # model that lost a good part of a family's quality fails, not one within sampling noise.
-MEASURED = {("classify", "ar"): 60, ("classify", "block"): 57, ("summarize", "ar"): 60, ("summarize", "block"): 58,
-            ("plan", "ar"): 52, ("code", "ar"): 56, ("code", "block"): 49}
+MEASURED = {("classify", "ar"): 60, ("classify", "block"): 59, ("summarize", "ar"): 60, ("summarize", "block"): 39,
+            ("plan", "ar"): 57, ("code", "ar"): 60, ("code", "block"): 58, ("extract", "ar"): 60}
 MEASURED_OF = 60
 SAMPLE = 20  # the model card's sample size; ~1 s per family and mode here
 
@@ -43,6 +44,25 @@ def test_quality_on_a_test_sample(shipped, family, mode):
     assert right >= floor, f"{family}/{mode}: {right} of {SAMPLE} right, floor {floor} (measured {MEASURED[family, mode]} of {MEASURED_OF})"
 
 
+# The open-vocabulary structured families, decoded as the gateway decodes them (`tandem eval
+# structured`: constrained AR, and block with the skeleton seeded); measured as above on 60 test
+# items each (2026-12-06): items whose every field is right, of 60.
+STRUCTURED_MEASURED = {("schema", "ar"): 56, ("schema", "block+skeleton"): 33, ("toolcall", "ar"): 55,
+                       ("toolcall", "block+skeleton"): 41, ("label", "ar"): 60, ("label", "block+skeleton"): 58}
+
+
+@pytest.mark.parametrize("family", ["schema", "toolcall", "label"])
+def test_structured_quality_on_a_test_sample(shipped, family):
+    from lab.bench.eval_structured import evaluate
+
+    modes = ("ar", "block+skeleton")
+    for record in evaluate(shipped, SAMPLE, families=(family,), modes=modes, batch=1):
+        right, mode = round(record["item_exact"] * record["n"]), record["mode"]
+        floor = binomial_floor(STRUCTURED_MEASURED[family, mode], MEASURED_OF, SAMPLE)
+        assert record["validity"] == 1.0, record
+        assert right >= floor, f"{family}/{mode}: {right} of {SAMPLE} right, floor {floor} (measured {STRUCTURED_MEASURED[family, mode]} of {MEASURED_OF})"
+
+
 def test_verified_equals_ar_on_the_shipped_model(shipped):
     items = generate_suite(3, split="test", seed=0, families=("classify", "code"))
     ar = run_setting(shipped, items, Setting("ar"))
@@ -52,10 +72,10 @@ def test_verified_equals_ar_on_the_shipped_model(shipped):
 
 def test_verified_drafts_are_mostly_accepted(shipped):
     """Trained on canvases that start inside the answer, the drafts agree with the AR choice. Per-item
-    acceptance measured on the first 60 summarize and 60 code test items (2-core VM, Dec 2026): mean
-    0.881, standard deviation 0.232 (an item's rate varies a little with its batch). The floor is the
-    one-sided 99% lower bound of a SAMPLE-per-family mean (tests.floors.mean_floor): 0.80."""
+    acceptance measured on the first 60 summarize and 60 code test items (2-core VM, 2026-12-06): mean
+    0.829, standard deviation 0.281 (an item's rate varies a little with its batch). The floor is the
+    one-sided 99% lower bound of a SAMPLE-per-family mean (tests.floors.mean_floor): 0.73."""
     items = generate_suite(SAMPLE, split="test", seed=0, families=("summarize", "code"))
     outcomes = run_setting(shipped, items, Setting("verified", 12, "right"))
     mean = sum(o.acceptance_rate for o in outcomes) / len(outcomes)
-    assert mean >= mean_floor(0.881, 0.232, len(outcomes)), f"mean acceptance {mean:.3f} over {len(outcomes)} items"
+    assert mean >= mean_floor(0.829, 0.281, len(outcomes)), f"mean acceptance {mean:.3f} over {len(outcomes)} items"

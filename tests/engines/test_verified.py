@@ -10,7 +10,7 @@ import torch
 import engines.verified
 from engines.batch import SequenceBatch
 from engines import GenerationRequest
-from engines.drafting import ALLOWANCE, FIRST_CANVAS, FIRST_STEPS, LONG_ANSWER, MIN_DRAFT, MIN_STEPS, DraftCosts
+from engines.drafting import ALLOWANCE, FIRST_CANVAS, LONG_ANSWER, MIN_DRAFT, MIN_STEPS, DraftCosts
 from tests.engines.factories import PROMPTS, chat
 
 
@@ -356,17 +356,14 @@ def test_an_answer_expected_long_drafts_a_longer_first_canvas_and_still_equals_a
 
 
 def test_answers_ar_is_unsure_of_from_the_start_are_written_without_drafts(shipped):
-    # The shipped model's AR choice for the first token of these answers is unsure (2-3 nats): a
-    # draft would rarely match it, and for answers shorter than what a first draft's round costs
-    # in AR steps it would cost more than the answer. Verified writes them by AR steps alone: AR's
-    # tokens at AR's calls.
-    first_round = shipped.draft_costs.round(FIRST_CANVAS, FIRST_STEPS, 1)
-    for question in ("What is the capital of Australia?",
-                     "A train leaves at 3:15pm and travels 240 km at 80 km/h, then 90 km at 60 km/h. When does it arrive? Reason step by step."):
+    # Open questions the shipped model has no answer for: AR hesitates over their first tokens, so a
+    # draft would rarely match, and the first draft's grant lapses (engines.drafting). Verified
+    # writes them by AR steps alone: AR's tokens at AR's calls, not a draft's round on top.
+    for question in ("What is the capital of Australia?", "Who painted the Mona Lisa?", "What colour is the sky?"):
         messages = [{"role": "user", "content": question}]
         ar = shipped.generate(GenerationRequest(messages=messages, mode="ar", max_new_tokens=256))
         verified = shipped.generate(GenerationRequest(messages=messages, mode="verified", max_new_tokens=256))
-        assert verified.token_ids == ar.token_ids and len(ar.token_ids) < first_round
+        assert verified.token_ids == ar.token_ids
         assert verified.stats.decoder_calls == 0 and verified.stats.encoder_calls == ar.stats.encoder_calls
 
 

@@ -123,20 +123,26 @@ def engine():
 
 
 def test_a_shadow_verified_block_answer_logs_how_much_of_it_ar_accepts(engine, prefix):
-    """The block answer is AR's own greedy answer here, so AR accepts all of it: agreement 1.0."""
+    """A block answer equal to AR's greedy answer is accepted whole: agreement 1.0. The same tokens
+    less the last, ended on a stop token where AR goes on, are not AR's answer: the stop is checked
+    too, and the agreement is under 1.0 (a block answer that stopped early used to count as AR's)."""
     client = redis_client()
     records = records_of(client, shadow_engine=engine, stream=f"{prefix}decisions")
     request = GenerationRequest(messages=ASK, mode="ar", max_new_tokens=8)
+    eos = min(engine.deployment.engine.eos_ids)
 
     async def answer():
         result = await engine.generate(request)
+        assert result.finish_reason == "length"  # AR goes on after its 8th token (no stop there)
         as_block = dataclasses.replace(result, mode="block")  # what a block answer equal to AR's would hand back
-        records.answered(call_of(), attempt_of(decision_of("block", shadow=True), request), as_block)
-        await settled(records)
+        stopped_early = dataclasses.replace(result, mode="block", token_ids=result.token_ids[:-1], stop_token=eos)
+        for block in (as_block, stopped_early):
+            records.answered(call_of(), attempt_of(decision_of("block", shadow=True), request), block)
+            await settled(records)
         return result
 
-    assert asyncio.run(answer()).token_ids
-    assert records.stats.snapshot()["shadow_acceptance_rate"] == 1.0
-    [logged] = logged_outcomes(client, f"{prefix}decisions")
-    assert logged["mode"] == "block" and logged["shadow_agreement"] == 1.0
+    n = len(asyncio.run(answer()).token_ids)
+    whole, stopped = logged_outcomes(client, f"{prefix}decisions")
+    assert whole["mode"] == "block" and whole["shadow_agreement"] == 1.0
+    assert stopped["shadow_agreement"] == round((n - 1) / n, 4)  # its n - 1 tokens accepted, its stop not
     client.close()
