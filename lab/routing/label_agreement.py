@@ -4,14 +4,18 @@ The router's agreement head (router/decision/classifier.py) learns where block's
 AR's. From traffic its labels are logged shadow verifications (lab/routing/decisions.py);
 before any traffic, this labels the shipped data set by running the checkpoint itself. Each
 request of the model's own task suite, and each request that the data set's labeling policy or
-the shipped serving policy routes to block (no tools, no response format: those follow their own
-rules), is answered in AR and in block mode (greedy, seeded, the policy's canvas and steps):
-`block_agrees` is, for a suite request, whether block's answer scores at least as AR's does
-against the suite's reference (what `tandem bench serve`'s oracle asks), and for any other
-request, whether block writes AR's tokens (up to `--max-tokens`; there is no reference to score
-against). Measured on the shipped model: its own suite's requests mostly agree, natural requests
-(what real traffic looks like) almost never do, which keeps the router from sending unfamiliar
-prompts to block.
+the shipped serving policy routes to block, is answered in AR and in block mode (greedy, seeded,
+the policy's canvas and steps): `block_agrees` is, for a suite request, whether block's answer
+scores at least as AR's does against the suite's reference (what `tandem bench serve`'s oracle
+asks), and for any other request, whether block writes AR's tokens (up to `--max-tokens`; there is
+no reference to score against). Measured on the shipped model: its own suite's requests mostly
+agree, natural requests (what real traffic looks like) almost never do, which keeps the router
+from sending unfamiliar prompts to block.
+
+A request whose answer has a fixed skeleton (a `json_schema`, a tool call: the policy's `skeleton`
+rule decides between block and AR for it by this head) is built as the gateway builds it and
+answered in constrained AR and in skeleton-seeded block: `block_agrees` is whether both answers
+mean the same (equal JSON values; the same calls with equal arguments).
 
 Labels go to `lab/routing/data/block_agreement.jsonl` (`_test.jsonl` for the held-out split;
 one `{"id", "block_agrees"}` per line, with the checkpoint they came from in the first line);
@@ -34,12 +38,50 @@ DATASET_SEED = 20260  # the seed `lab.routing.dataset.build` writes the shipped 
 
 
 def wanted(record: dict, policies) -> bool:
-    """Whether the agreement head decides for the record: a request without a grammar that one of
-    `policies` (the data set's labeling policy, the shipped serving policy) routes to block, or
-    one of the model's own suite (cost-aware routing may move any of its tasks to block)."""
-    if record.get("tools") or record.get("response_format") or not record.get("task") or not record.get("output_tokens"):
+    """Whether the agreement head decides for the record: one whose answer has a fixed skeleton
+    (the `skeleton` rule asks the head), a request without a grammar that one of `policies` (the
+    data set's labeling policy, the shipped serving policy) routes to block, or one of the model's
+    own suite (cost-aware routing may move any of its tasks to block)."""
+    if not record.get("task") or not record.get("output_tokens"):
         return False
+    if record.get("tools") or record.get("response_format"):
+        return structured_call(record) is not None
     return record.get("style") == "task_suite" or any(p.route_for(record["task"], record["output_tokens"])[0] == "block" for p in policies)
+
+
+def structured_call(record: dict, max_tokens: int = 256):
+    """The engine request the gateway builds for a record with tools or a response format, when its
+    answer has a fixed skeleton (block can seed it); None otherwise, or when the gateway refuses it."""
+    from engines.errors import TandemError
+    from router.gateway.calls import chat_call
+    from router.gateway.openai_api import ChatCompletionRequest
+    from router.gateway.structured import output_spec
+
+    body = {"model": "tandem", "messages": record["messages"], "max_tokens": min(record.get("max_tokens") or max_tokens, max_tokens)}
+    body |= {k: record[k] for k in ("response_format", "tools", "tool_choice", "stop") if record.get(k) is not None}
+    try:
+        req = ChatCompletionRequest.model_validate(body)
+        gen = chat_call(req, {}, output_spec(req)).gen
+    except (TandemError, ValueError):
+        return None
+    return gen if gen.skeleton is not None else None
+
+
+def same_answer(ar_text: str, block_text: str, tools: bool) -> bool:
+    """Whether two answers under the same schema or tools mean the same: equal JSON values, or
+    the same calls (names and JSON arguments, in order) and the same content."""
+    from router.gateway.tool_calls import read_answer
+
+    def meaning(text: str):
+        content, calls = read_answer(text, tools)
+        try:
+            return (json.loads(content) if content is not None and not tools else content,
+                    [(c.name, json.loads(c.arguments)) for c in calls])
+        except json.JSONDecodeError:
+            return None
+
+    ar = meaning(ar_text)
+    return ar is not None and ar == meaning(block_text)
 
 
 def block_policies() -> list:
@@ -98,10 +140,19 @@ def label(engine, record: dict, policy, max_tokens: int = MAX_TOKENS, reference=
     AR: on a request of the model's own suite (`reference`, its TaskItem), whether block's whole
     answer scores at least as AR's does against the reference (exact match and the family's
     partial credit, as `tandem bench serve`'s oracle judges); on any other request, whether block
-    writes AR's tokens, up to `max_tokens`."""
+    writes AR's tokens, up to `max_tokens`; on a request with a fixed skeleton, whether constrained AR
+    and skeleton-seeded block mean the same (`same_answer`)."""
+    from dataclasses import replace
+
     from lab.model.tasks import score
     from engines.types import GenerationRequest
 
+    structured = structured_call(record) if record.get("tools") or record.get("response_format") else None
+    if structured is not None:
+        ar = engine.generate(replace(structured, mode="ar", temperature=0.0))
+        block = engine.generate(replace(structured, mode="block", seed=0, canvas=policy.canvas_for(record["output_tokens"]),
+                                        max_denoising_steps=policy.steps_for(record["task"])))
+        return same_answer(ar.text, block.text, bool(structured.tools))
     budget = min(record.get("max_tokens") or 10**6, record["output_tokens"] + 16) if reference is not None else \
         min(record.get("max_tokens") or max_tokens, max_tokens)
     common = {"messages": record["messages"], "max_new_tokens": budget, "stop": record.get("stop") or []}
