@@ -104,6 +104,18 @@ def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: 
     return sum(r.stats.output_tokens for r in results), sum(r.stats.forwards - 1 for r in results)
 
 
+def ar_step_ms(engine: DiffusionEngine, prompts: list[list[int]], steps: int, batch: int) -> float:
+    """Wall milliseconds per AR step at `batch` with prompt lookup off: one token per call, as the
+    cost profile prices AR (`CostProfile.forwards`). With lookup on, a call that checks a run of
+    guesses costs more and writes several tokens; on this bench's answers, which loop, that made
+    AR's calls look up to 5x dearer at batch 8 (measured 2026-12-06 on the shipped checkpoint)."""
+    engine.lookup = False
+    try:
+        return measure(engine, ["ar"], prompts, batch, steps, 1)[0]["ms_per_forward"]
+    finally:
+        engine.lookup = True
+
+
 def block_step_ms(engine: DiffusionEngine, prompts: list[list[int]], steps: int, canvas: int, batch: int) -> float:
     """Wall milliseconds per denoising step of block mode on `canvas`-token canvases at `batch`
     (prefill and sampler included), as the router's cost profile counts them."""
@@ -248,6 +260,8 @@ def main(args) -> int:
         sizes = sorted({64, 128, engine.config.canvas_length} & set(range(1, engine.config.canvas_length + 1)))
         by_canvas = {c: {b: statistics.median(block_step_ms(engine, prompts, args.steps, c, b) for _ in range(3)) for b in (1, 8)} for c in sizes}
         print("block ms per step by canvas and batch: " + ", ".join(f"{c}: {v[1]:.1f} / {v[8]:.1f}" for c, v in by_canvas.items()))
+        ar_ms = {b: ar_step_ms(engine, prompts, args.steps, b) for b in (1, 8)}
+        print(f"AR ms per step, prompt lookup off (batch 1 / 8): {ar_ms[1]:.2f} / {ar_ms[8]:.2f}")
         # Verified rounds are measured where drafts are known to be accepted, or on short answers: on a
         # long answer whose drafts are almost never accepted each token costs a whole draft (minutes).
         from lab.model.tasks import LONG_FAMILIES
@@ -258,7 +272,7 @@ def main(args) -> int:
         print("verified rounds per canvas by task: " + ", ".join(f"{t} {s:.2f}" for t, s in rounds_per_canvas.items()))
         verified = verified or list(by_task.values())
         profile = CostProfile(
-            ms_per_forward={e: {b: by[(e, b)]["ms_per_forward"] for b in (1, 8)} for e in ("block", "ar")},
+            ms_per_forward={"block": {b: by[("block", b)]["ms_per_forward"] for b in (1, 8)}, "ar": ar_ms},
             canvas=engine.config.canvas_length,
             block_ms_by_canvas=by_canvas,
             acceptance=sum(verified) / len(verified) if verified else 0.5,

@@ -46,3 +46,16 @@ def test_canvas_costs_are_measured_per_task_family(engine, drafts_anywhere):
     assert set(steps) == {"extract", "classify", "summarize", "plan", "code", "reason", "write"}
     assert all(1 <= s <= 2 for s in steps.values())
     assert set(per_round) == {"classify", "summarize", "code"} and all(r >= 1 for r in per_round.values())
+
+
+def test_ar_steps_are_priced_one_token_per_call(engine, monkeypatch):
+    """The profile's AR figure is an AR step with prompt lookup off (the cost model counts one call
+    per AR token), and the engine's lookup is back on after it."""
+    from lab.bench.engines import ar_step_ms, bench_prompts
+    from engines.types import GenerationRequest
+
+    prompts = [engine.prompt_ids(GenerationRequest(messages=m)) for m in bench_prompts(2)]
+    seen, run = [], engine.run
+    monkeypatch.setattr(engine, "run", lambda *a, **k: (seen.append(engine.lookup), run(*a, **k))[1])
+    assert ar_step_ms(engine, prompts, steps=2, batch=2) > 0
+    assert seen and not any(seen) and engine.lookup
