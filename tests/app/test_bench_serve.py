@@ -80,6 +80,11 @@ def test_each_requests_time_is_its_median_over_rounds():
     assert q["rounds"] == 3 and q["router_ms"] == [110, 210] and q["oracle_mode_ms"] == [100, 200] and q["best_single_ms"] == [100, 50]
     assert q["worst_vs_oracle_mode"] == pytest.approx(1.1) and q["over_1_5x_oracle_mode"] == 0
     assert q["worst_vs_best_single"] == pytest.approx(210 / 50) and q["over_1_5x_best_single"] == 1
+    assert q["acceptable"] == 2  # both at AR's quality, within 1.25x of AR's time (1.1x and 1.05x)
+    # a router answer that scores below AR's in most rounds is not acceptable, however fast
+    worse = [r | {"per_item": [dict(i, exact=False, score=0.1) if r["policy"] == "router" and j == 1 else i for j, i in enumerate(r["per_item"])]}
+             for r in runs]
+    assert per_request(worse)[0]["acceptable"] == 1
 
 
 def test_the_steady_oracle_keeps_each_requests_mode_over_the_rounds_and_the_better_single_mode_keeps_ars_quality():
