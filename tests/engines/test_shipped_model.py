@@ -71,11 +71,17 @@ def test_verified_equals_ar_on_the_shipped_model(shipped):
 
 
 def test_verified_drafts_are_mostly_accepted(shipped):
-    """Trained on canvases that start inside the answer, the drafts agree with the AR choice. Per-item
-    acceptance measured on the first 60 summarize and 60 code test items (2-core VM, 2026-12-06): mean
-    0.829, standard deviation 0.281 (an item's rate varies a little with its batch). The floor is the
-    one-sided 99% lower bound of a SAMPLE-per-family mean (tests.floors.mean_floor): 0.73."""
-    items = generate_suite(SAMPLE, split="test", seed=0, families=("summarize", "code"))
-    outcomes = run_setting(shipped, items, Setting("verified", 12, "right"))
-    mean = sum(o.acceptance_rate for o in outcomes) / len(outcomes)
-    assert mean >= mean_floor(0.829, 0.281, len(outcomes)), f"mean acceptance {mean:.3f} over {len(outcomes)} items"
+    """Trained on canvases that start inside the answer, the drafts agree with the AR choice. Each
+    item decodes alone: at batch 1 a draft pays on a CPU and verified drafts; at batch 8 AR's step is
+    so cheap (5.2 ms against 13.8 ms for a 16-token draft at batch 8, cost_profile.json) that the
+    drafting control rightly writes most tokens by AR steps, and the rate says little. Per-item
+    acceptance measured alone on the first 60 summarize and 60 code test items (2-core VM,
+    2026-12-06): mean 0.829, standard deviation 0.293 (3 items drafted nothing). The floor is the
+    one-sided 99% lower bound of a SAMPLE-per-family mean (tests.floors.mean_floor): 0.72."""
+    from lab.model.evaluate import make_request
+
+    items = generate_suite(SAMPLE, split="test", seed=0, families=("summarize",)) + generate_suite(SAMPLE, split="test", seed=0, families=("code",))
+    setting = Setting("verified", 12, "right")
+    rates = [shipped.generate(make_request(shipped, item, setting, seed=i % SAMPLE)).stats.acceptance_rate for i, item in enumerate(items)]
+    mean = sum(rates) / len(rates)
+    assert mean >= mean_floor(0.829, 0.293, len(rates)), f"mean acceptance {mean:.3f} over {len(rates)} items"
