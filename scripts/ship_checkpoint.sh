@@ -14,7 +14,8 @@
 #    (`tandem bench prefix --write-profile`), the draft step (`tandem bench verified --write-profile`);
 # 4. held out against the weights it replaces (`python -m lab.model.heldout`), into OUT.
 # What it leaves to a person: the tests that describe the old weights (test_shipped_model's floors,
-# test_verified's chosen prompts, the agents' xfails) and the README's account of the model.
+# test_verified's chosen prompts, the agents' xfails), the README's account of the model and the shipped
+# directory's README.md.
 # Each step writes as it goes; label-agreement resumes where it stopped, so a rerun continues.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,9 @@ if [ ! -d "$KEEP" ]; then
   git mv "$SHIPPED" "$KEEP"
   mkdir -p "$SHIPPED"
   cp "$NEW"/{config.json,generation_config.json,model.safetensors,tokenizer.json,tokenizer_config.json,chat_template.jinja} "$SHIPPED"/
-  cp "$NEW"/train_config*.json "$NEW"/README.md "$SHIPPED"/ 2>/dev/null || true
+  # the run's README describes a run beside its siblings (relative links, "not shipped"): the shipped
+  # directory gets its own, written by hand (what it leaves to a person, below)
+  cp "$NEW"/train_config*.json "$SHIPPED"/ 2>/dev/null || true
 fi
 
 echo "== agreement labels (train, then held out) with the new weights"
