@@ -1,7 +1,7 @@
 """`python -m lab.layout OUT.png`: the house's rooms (folders by role) and the imports between them,
 read from the code (every import, wherever it stands), drawn floor by floor with matplotlib.
 
-A room is a package's folder one level down (`router/gateway`, `lab/bench`) or a top-level package
+A room is a package's folder one level down (`router/gateway`, `tandem/bench`) or a top-level package
 whose modules sit at its top (`engines`, `policies`). Boxes are sized by lines of Python; an arrow
 is drawn from a room to every room it imports from, and an arrow that points up a floor is red
 (`tests/test_layout.py` fails on one).
@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FLOORS = ("engines", "policies", "router", "lab")  # bottom to top
+FLOORS = ("engines", "policies", "router", "lab", "tandem")  # bottom to top
 
 
 def room_of(module: str) -> str:
@@ -75,7 +75,7 @@ def draw(out: Path) -> Path:
             w = min(1.85, 10 / len(members) - 0.15) * (0.6 + 0.4 * lines[room] / max(lines.values()))
             where[room] = (x, y)
             ax.add_patch(FancyBboxPatch((x - w / 2, y - 0.35), w, 0.7, boxstyle="round,pad=0.05",
-                                        fc="#e8f0fb" if top != "lab" else "#f4efe6", ec="#345"))
+                                        fc="#e8f0fb" if top not in ("lab", "tandem") else "#f4efe6", ec="#345"))
             ax.text(x, y + 0.08, room + "/", ha="center", va="center", fontsize=9, weight="bold")
             ax.text(x, y - 0.2, f"{lines[room]:,} lines ({lines[room] / total:.0%})", ha="center", va="center", fontsize=7)
         ax.text(-0.6, floor * 1.6, f"floor {floor}", ha="right", va="center", fontsize=9, color="#666")
@@ -88,7 +88,7 @@ def draw(out: Path) -> Path:
     ax.set_xlim(-1.8, 10.2)
     ax.set_ylim(-0.8, len(FLOORS) * 1.6 - 0.6)
     ax.axis("off")
-    ax.set_title("Tandem's rooms and their imports (request path: engines, policies, router; lab is offline)", fontsize=11)
+    ax.set_title("Tandem's rooms and their imports (request path: engines, policies, router; lab and tandem are offline)", fontsize=11)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

@@ -1,7 +1,7 @@
 """The layout in DESIGN.md holds: floors (engines/ at the bottom, policies/ above it, router/ above
-that, the offline lab/ on top) are never crossed upwards, so the request path never imports the
-lab; module-level imports form no cycle; and the request path's modules stay short enough to read
-in one sitting. Imports are read wherever they stand (functions and `if TYPE_CHECKING:` included)."""
+that, then the offline lab/ and, on top, the `tandem` command and its benchmarks) are never crossed
+upwards, so the request path never imports the lab or the command; module-level imports form no
+cycle; and the request path's modules stay short enough to read in one sitting. Imports are read wherever they stand (functions and `if TYPE_CHECKING:` included)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("engines", "policies", "router", "lab")
-FLOOR = {"engines": 0, "policies": 1, "router": 2, "lab": 3}
-REQUEST_PATH = ("engines", "policies", "router")  # lab/ is offline
+PACKAGES = ("engines", "policies", "router", "lab", "tandem")
+FLOOR = {"engines": 0, "policies": 1, "router": 2, "lab": 3, "tandem": 4}
+REQUEST_PATH = ("engines", "policies", "router")  # lab/ and tandem/ are offline
 MAX_REQUEST_PATH_LINES = 300  # issue 34: no request-path file over 300 lines
 
 

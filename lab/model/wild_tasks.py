@@ -17,7 +17,7 @@ the suite lacks, and this family adds:
 
 Opt-in for training (`--family-weights '{"wild": 2}'`); never served, never in the suite's
 evaluation or the router's data. Its texts are generated here: none is taken from
-`lab/bench/data/realistic_structured.jsonl`, which stays a set the model never sees.
+`tandem/bench/data/realistic_structured.jsonl`, which stays a set the model never sees.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Ray Serve's HTTP proxy echoes it as the response's `X-Request-ID` header. The pr
 before the app sees the request, so the bound is held in two places with one middleware:
 
 - in the proxy (`proxy_middlewares`, named by RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH where
-  Ray starts: `tandem serve` and lab/cli/local_app.py set it; a cluster started by hand exports
+  Ray starts: `tandem serve` and tandem/local_app.py set it; a cluster started by hand exports
   it): a longer id is answered 400 there, without the echo;
 - in the Gateway (router.gateway.ingress adds `RequestIdLimit`), so the body, the feed and the log
   never hold one even where the proxy runs without it (the proxy then echoes the refused id).

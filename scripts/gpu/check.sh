@@ -38,7 +38,7 @@ part() {  # part NAME SECONDS COMMAND...; CHECK_PARTS (names, comma-separated) r
   echo "== $name (at most $limit s)"
   timeout "$limit" "$@" || echo "gpu check: part '$name' failed or timed out (exit $?)" >&2
 }
-BENCH=(env PYTHONPATH=. "$PY" -c "from lab.cli.engines import main_bench_engines; raise SystemExit(main_bench_engines())")
+BENCH=(env PYTHONPATH=. "$PY" -c "from tandem.engines import main_bench_engines; raise SystemExit(main_bench_engines())")
 MODES=${CHECK_MODES:-reference,block,ar,verified}
 part modes "${MODES_LIMIT:-150}" "${BENCH[@]}" --modes "$MODES" --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --batches "$BATCHES" "${EXTRA[@]}" \
   --json "$OUT/gpu_26b_a4b.json" | tee "$OUT/gpu_26b_a4b.txt"
@@ -53,13 +53,13 @@ part dense-experts "${DENSE_LIMIT:-90}" "${BENCH[@]}" --compile-compare --quick 
 # against bf16 on the same random weights and the shipped model's task scores (bench fp8)
 part fp8-modes "${FP8_LIMIT:-90}" "${BENCH[@]}" --modes "${CHECK_FP8_MODES:-block,ar}" --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
   --batches 1 "${EXTRA[@]}" --quantization fp8 --json "$OUT/gpu_26b_a4b_fp8.json" | tee "$OUT/gpu_26b_a4b_fp8.txt"
-part fp8-error "${FP8_ERROR_LIMIT:-60}" env PYTHONPATH=. "$PY" -c "import sys; from lab.cli.main import main; sys.exit(main())" bench fp8 \
+part fp8-error "${FP8_ERROR_LIMIT:-60}" env PYTHONPATH=. "$PY" -c "import sys; from tandem.main import main; sys.exit(main())" bench fp8 \
   --n "${CHECK_FP8_N:-2}" --layers "$LAYERS" --device "$DEVICE" --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}" --json "$OUT/gpu_fp8_error.json" \
   | tee "$OUT/gpu_fp8_error.txt"
 # the shared replica: one scheduler over one copy of the weights, each mode alone and the three mixed
 # (p99 mixed over alone); on a GPU both lanes on one thread (one stream), on the CPU a thread each
 LANES=$([ "$DEVICE" = cpu ] && echo 2 || echo 1)
-part shared "${SHARED_LIMIT:-120}" env PYTHONPATH=. "$PY" -c "import sys; from lab.cli.main import main; sys.exit(main())" bench mixed \
+part shared "${SHARED_LIMIT:-120}" env PYTHONPATH=. "$PY" -c "import sys; from tandem.main import main; sys.exit(main())" bench mixed \
   --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" --dtype "$([ "$DEVICE" = cpu ] && echo float32 || echo bfloat16)" \
   --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}" --lane-threads "$LANES" --n 2 --requests "${CHECK_SHARED_REQUESTS:-22}" \
   --concurrency "${CHECK_SHARED_CONCURRENCY:-12}" --max-tokens "${CHECK_SHARED_TOKENS:-64}" --repeat 1 --json "$OUT/gpu_26b_a4b_shared.json" | tee "$OUT/gpu_26b_a4b_shared.txt"

@@ -13,7 +13,7 @@ import pytest
 @pytest.fixture(scope="package")  # stopped before tests/app starts its own app in this process
 def agents_app():
     from engines.defaults import SHIPPED_CHECKPOINT
-    from lab.cli.local_app import start_app
+    from tandem.local_app import start_app
 
     url = os.environ.get("TANDEM_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     prefix = f"tandem-agents-{uuid.uuid4().hex[:8]}:"

@@ -45,7 +45,7 @@ def app_checkpoint(tiny_checkpoint, tmp_path_factory) -> Path:
 # packages (tests/cluster, tests/hardening) need on a two-core machine.
 @pytest.fixture(scope="package")
 def serve_app(app_checkpoint, redis_url, tmp_path_factory):
-    from lab.cli.local_app import start_app
+    from tandem.local_app import start_app
 
     prefix = f"tandem-test-{uuid.uuid4().hex[:8]}:"
     spans = tmp_path_factory.mktemp("otel") / "telemetry.jsonl"

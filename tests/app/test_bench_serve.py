@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from lab.bench.serve import oracle, per_request, score_against_ar, summarize
-from lab.cli.main import main as tandem
+from tandem.bench.serve import oracle, per_request, score_against_ar, summarize
+from tandem.main import main as tandem
 
 
 def _run(policy, concurrency, round_, rps, exact=0.5):

@@ -5,7 +5,7 @@ import httpx
 
 
 def test_doctor_recognises_a_running_tandem_on_its_port(base_url):
-    from lab.cli.doctor import check_port
+    from tandem.doctor import check_port
     from tests.listener import Listener
 
     port = int(base_url.rsplit(":", 1)[1].strip("/"))
@@ -25,7 +25,7 @@ def test_no_page_needs_a_cdn(base_url):
 
 
 def test_tandem_serve_says_once_when_the_app_is_ready(base_url, capsys):
-    from lab.cli.serve import DEFAULT_CONFIG, announce, config_port
+    from tandem.serve import DEFAULT_CONFIG, announce, config_port
 
     port = int(base_url.rsplit(":", 1)[1].strip("/"))
     assert announce(port, wait_s=30)

@@ -37,14 +37,14 @@ def test_dry_run_answers_what_a_request_then_gets(base_url, admin_headers):
 
 
 def test_tandem_route_asks_the_server_with_url(base_url):
-    from lab.cli.commands import _route_on_server
+    from tandem.commands import _route_on_server
 
     args = argparse.Namespace(admin_token=ADMIN_TOKEN, system=None, model="tandem-verified", max_tokens=None, json_mode=False,
                               api_key=None, request_id=None, url=f"{base_url}/v1")
     decision = _route_on_server(args, "Plan: search the web, then email Bob.", {})
     assert decision["mode"] == "verified" and decision["load_aware"] is True
     # without --url: decided locally, and it says the load-aware step was not applied
-    out = subprocess.run([sys.executable, "-m", "lab.cli.main", "route", "Plan: search the web, then email Bob.", "--model", "tandem-ar"],
+    out = subprocess.run([sys.executable, "-m", "tandem.main", "route", "Plan: search the web, then email Bob.", "--model", "tandem-ar"],
                          capture_output=True, text=True, timeout=120)
     local = json.loads(out.stdout)
     assert local["mode"] == "ar" and local["load_aware"] is False and "not applied" in local["note"]

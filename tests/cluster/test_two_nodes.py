@@ -23,7 +23,7 @@ import httpx
 import pytest
 import yaml
 
-from lab.cli.local_app import BUSY_MACHINE_SERVE_TIMEOUTS, WORKER_PRIORITY, free_port
+from tandem.local_app import BUSY_MACHINE_SERVE_TIMEOUTS, WORKER_PRIORITY, free_port
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from lab.bench.engines import acceptance_by_task
+from tandem.bench.engines import acceptance_by_task
 from engines.errors import InvalidRequestError
-from lab.cli.main import main as tandem
+from tandem.main import main as tandem
 
 
 def test_acceptance_per_task_from_eval_records(tmp_path):
@@ -40,7 +40,7 @@ def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
 def test_canvas_costs_are_measured_per_task_family(engine, drafts_anywhere):
     """What the cost profile's per-task figures come from: block steps per canvas (never past the
     budget) and verified rounds per canvas (at least one), per suite family."""
-    from lab.bench.engines import canvas_costs_by_task
+    from tandem.bench.engines import canvas_costs_by_task
 
     steps, per_round = canvas_costs_by_task(engine, steps=2, n=1, skip_verified=("reason", "write", "plan", "extract"))
     assert set(steps) == {"extract", "classify", "summarize", "plan", "code", "reason", "write"}
@@ -51,7 +51,7 @@ def test_canvas_costs_are_measured_per_task_family(engine, drafts_anywhere):
 def test_ar_steps_are_priced_one_token_per_call(engine, monkeypatch):
     """The profile's AR figure is an AR step with prompt lookup off (the cost model counts one call
     per AR token), and the engine's lookup is back on after it."""
-    from lab.bench.engines import ar_step_ms, bench_prompts
+    from tandem.bench.engines import ar_step_ms, bench_prompts
     from engines.types import GenerationRequest
 
     prompts = [engine.prompt_ids(GenerationRequest(messages=m)) for m in bench_prompts(2)]

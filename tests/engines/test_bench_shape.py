@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from lab.bench import shape as bench_shape
+from tandem.bench import shape as bench_shape
 
 
 def test_the_shape_benchmark_writes_a_record_per_mode_and_batch(tmp_path):
@@ -36,7 +36,7 @@ def test_the_gpu_path_reports_its_share_of_the_matmul_peak(tmp_path):
 
 @pytest.mark.parametrize("overrides,said", [("{bad", "not JSON"), ("[1]", "a JSON object"), ('{"hiden_size": 32}', "hiden_size")])
 def test_bad_text_overrides_are_a_usage_error_that_names_them(overrides, said, capsys):
-    from lab.cli.engines import main_bench_engines
+    from tandem.engines import main_bench_engines
 
     try:
         rc = main_bench_engines(["--shape", "26b-a4b", "--layers", "1", "--text-overrides", overrides])

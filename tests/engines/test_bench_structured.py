@@ -6,7 +6,7 @@ import json
 
 import jsonschema
 
-from lab.bench.structured import build_cases, judge, realistic_cases
+from tandem.bench.structured import build_cases, judge, realistic_cases
 
 
 def _strings(value):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lab.cli.main import main as tandem
+from tandem.main import main as tandem
 
 
 def test_the_plot_shows_every_prompt_per_batch_size(tmp_path):
-    from lab.bench.verified import plot
+    from tandem.bench.verified import plot
 
     rows = [{"name": f"p{i}", "batch": b, "ratio": 0.5 + 0.1 * i} for b in (1, 8) for i in range(4)]
     out = tmp_path / "verified.png"
@@ -28,7 +28,7 @@ def test_prompts_carry_the_routers_expected_length_as_served():
     # (verified drafts 64 tokens first past 48): a plan is expected long, a label short.
     from lab.model.tasks import generate_suite
     from engines.drafting import LONG_ANSWER
-    from lab.cli.main import build_parser
+    from tandem.main import build_parser
 
     args = build_parser().parse_args(["bench", "verified"])
     plan = generate_suite(1, split="test", seed=0, families=("plan",))[0].messages

@@ -92,7 +92,7 @@ def test_rows_admitted_and_cancelled_mid_batch_get_the_eager_tokens(eager, compi
 def test_inside_a_canvas_only_the_stop_flags_are_read(eager, check_every):
     """A canvas's steps read the device only where StopFlags reads it, every `check_every` steps
     (what `tandem bench engines --compile-compare` reports as syncs per canvas)."""
-    from lab.bench.compile_compare import counted
+    from tandem.bench.compile_compare import counted
 
     eager.stop_check_every = check_every
     try:

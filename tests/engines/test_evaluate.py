@@ -20,7 +20,7 @@ from lab.model.evaluate import (
     settings,
 )
 from lab.model.tasks import FAMILIES, LONG_FAMILIES, generate_suite
-from lab.cli.main import main as tandem
+from tandem.main import main as tandem
 
 RECORD_KEYS = {"family", "mode", "steps", "canvas", "canvas_sizes", "exact_match", "family_score", "tokens_per_forward", "p50_ms", "n"}
 

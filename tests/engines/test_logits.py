@@ -10,7 +10,7 @@ from engines.block import denoise_canvas
 from engines.canvas import BlockParams
 from engines.sampling import make_generator
 from engines.shapes import build_random_model, shape_config
-from lab.bench.peak_memory import peak_memory
+from tandem.bench.peak_memory import peak_memory
 
 VOCABS = [262_144, 2_050]  # the real one, and one whose slices are not a multiple of any vector width
 

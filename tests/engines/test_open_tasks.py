@@ -230,8 +230,8 @@ def test_wild_messages_hold_their_values_and_never_the_realistic_sets(tok):
     """"wild" (lab/model/wild_tasks.py: e-mails, notices, chat messages with values people write and
     same-kind distractors) is opt-in, trained in tool steps, and its answers are copies of the text:
     every string value verbatim in the user turn, the object valid under the schema. None of the
-    hand-written realistic requests' values (lab/bench/data) is ever generated."""
-    from lab.bench.structured import REALISTIC
+    hand-written realistic requests' values (tandem/bench/data) is ever generated."""
+    from tandem.bench.structured import REALISTIC
     from lab.model.tasks import AUX_FAMILIES, sample_item
     from lab.model.train import TOOL_STEP_FAMILIES, make_batch
 

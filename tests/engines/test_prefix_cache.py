@@ -170,7 +170,7 @@ def test_bench_prefix_writes_the_records_the_checks_read_and_the_prefill_cost(tm
 
     from engines.cost import CostProfile
     from engines.defaults import SHIPPED_CHECKPOINT
-    from lab.cli.main import main as tandem
+    from tandem.main import main as tandem
 
     checkpoint = shutil.copytree(SHIPPED_CHECKPOINT, tmp_path / "checkpoint")
     out = tmp_path / "prefix.json"

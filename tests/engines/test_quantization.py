@@ -39,7 +39,7 @@ def test_fp8_stores_every_linear_and_expert_weight_as_float8_and_the_head_as_it_
 def test_fp8_keeps_the_next_token_choices(shipped):
     """Teacher-forced over the test prompts: the most likely next token is float32's at 94 of 104
     positions (measured) and the logits move by 3-8% of their spread; greedy answers drift further
-    (a changed token changes what follows: lab/bench/fp8.py reports them)."""
+    (a changed token changes what follows: tandem/bench/fp8.py reports them)."""
     plain, fp8 = shipped
     agree, total, error = 0, 0, []
     for text in PROMPTS:

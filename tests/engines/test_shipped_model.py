@@ -53,7 +53,7 @@ STRUCTURED_MEASURED = {("schema", "ar"): 56, ("schema", "block+skeleton"): 33, (
 
 @pytest.mark.parametrize("family", ["schema", "toolcall", "label"])
 def test_structured_quality_on_a_test_sample(shipped, family):
-    from lab.bench.eval_structured import evaluate
+    from tandem.bench.eval_structured import evaluate
 
     modes = ("ar", "block+skeleton")
     for record in evaluate(shipped, SAMPLE, families=(family,), modes=modes, batch=1):

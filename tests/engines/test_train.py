@@ -180,7 +180,7 @@ def test_evaluate_runs_both_modes(tokenizer):
 
 @pytest.mark.parametrize("flag,value", [("--decay-frac", "0"), ("--decay-frac", "1.5"), ("--lr", "-1"), ("--warmup", "-3"), ("--minutes", "x"), ("--steps", "0")])
 def test_train_refuses_bad_schedule_flags_before_training(flag, value, capsys):
-    from lab.cli.main import main as tandem
+    from tandem.main import main as tandem
 
     with pytest.raises(SystemExit) as exc:
         tandem(["train", "--out", "unused", flag, value])

@@ -93,7 +93,7 @@ def test_heldout_comparison_wants_every_family_at_least_the_baselines():
 
 
 def test_model_size_shapes_name_width_depth_and_heads():
-    from lab.bench.model_size import parse_shape
+    from tandem.bench.model_size import parse_shape
 
     assert parse_shape("192x3") == dict(hidden_size=192, num_layers=3, num_heads=4, head_dim=48, kv_heads=2)
     assert parse_shape("256x4") == dict(hidden_size=256, num_layers=4, num_heads=4, head_dim=64, kv_heads=2)

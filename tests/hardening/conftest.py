@@ -169,7 +169,7 @@ def gateway_logs(app_dir: Path, pids) -> str:
 
 def stats_by_replica(url: str) -> dict[int, dict]:
     """/admin/stats of every Gateway replica, by pid."""
-    from lab.bench.chaos import Admin
+    from tandem.bench.chaos import Admin
 
     seen: dict[int, dict] = {}
     for _ in range(10):

@@ -18,7 +18,7 @@ import threading
 def main(port: int, args: dict, gateway_replicas: int = 1) -> None:
     import ray
 
-    from lab.cli.local_app import start_app
+    from tandem.local_app import start_app
 
     app = start_app(args, port=port, new_cluster=True, ready_timeout_s=410, gateway_replicas=gateway_replicas)
     print(f"SESSION_DIR {ray._private.worker._global_node.get_session_dir_path()}", flush=True)  # where the replicas log

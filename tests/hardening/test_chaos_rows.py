@@ -1,10 +1,10 @@
-"""How the soak under faults reads its requests (lab.bench.chaos): only a request that met the fault
+"""How the soak under faults reads its requests (tandem.bench.chaos): only a request that met the fault
 is timed against it; a later one counts for the deadline, failures and the slowest-later column."""
 
 from __future__ import annotations
 
-from lab.bench.chaos import DETECTION_S, _row
-from lab.bench.load import Outcome
+from tandem.bench.chaos import DETECTION_S, _row
+from tandem.bench.load import Outcome
 
 AT = 100.0  # the fault's time (perf_counter seconds)
 

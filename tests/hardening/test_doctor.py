@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from lab.cli.main import main
+from tandem.main import main
 from tests.policies.helpers import free_port
 
 
@@ -47,7 +47,7 @@ def test_a_broken_checkpoint_is_reported_not_raised(capsys, tmp_path):
 
 
 def test_the_compile_cache_is_reported_cold_then_warm(tmp_path, monkeypatch):
-    from lab.cli.doctor import check_compile_cache
+    from tandem.doctor import check_compile_cache
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     cold = check_compile_cache()

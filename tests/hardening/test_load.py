@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.hardening.conftest import APP_ARGS, admin_stats, stats_by_replica
-from lab.bench.load import Spec, run_load, summary, to_json, mixed_workload
+from tandem.bench.load import Spec, run_load, summary, to_json, mixed_workload
 
 N, CONCURRENCY, WARMUP = 600, 32, 128  # the load of issue 17's report
 RSS_MARGIN_MB = 50

@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from lab.bench.load import OVERSIZED_BYTES, Spec, _one, oversized_prompt, oversized_workload
+from tandem.bench.load import OVERSIZED_BYTES, Spec, _one, oversized_prompt, oversized_workload
 from tests.hardening.conftest import stats_by_replica
 
 MODES = ("tandem-block", "tandem-verified", "tandem-ar")
@@ -162,7 +162,7 @@ def test_an_engine_killed_while_idle_is_still_marked_down(hardened_app):
     actor-death error, and Serve's handle queues the probes sent after it; Ray's registry says it
     is gone, so the Gateway marks the engine down within seconds and a new request fails over to
     the policy's mode (AR -> verified) well inside its deadline, not after the replacement starts."""
-    from lab.bench.chaos import Admin, kill_engine
+    from tandem.bench.chaos import Admin, kill_engine
     from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
     from tests.hardening.test_soak_under_faults import wait_until
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.hardening.conftest import ADMIN_TOKEN, stats_by_replica
-from lab.bench.load import mixed_workload, run_load
+from tandem.bench.load import mixed_workload, run_load
 
 HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 GUARD_S = 60.0  # no phase below needs more than a few seconds; a hang fails here, not in CI's timeout

@@ -3,7 +3,7 @@ in is answered 408 and its connection closed once the body deadline passes; head
 limit are answered 431 and closed; a normal request works afterwards. Against a real app (Ray
 Serve's proxy in front of the Gateway: the hardening app) over raw sockets, with a short body
 deadline (TANDEM_BODY_TIMEOUT_S) so the test stays short; the proxy's limits in serve_config.yaml match
-what lab.cli.local_app gives every test app."""
+what tandem.local_app gives every test app."""
 
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def test_a_stream_outlives_the_body_deadline():
 
 
 def test_local_app_gives_tests_the_proxy_limits_of_the_shipped_configs():
-    from lab.cli.local_app import HTTP_LIMITS
+    from tandem.local_app import HTTP_LIMITS
 
     for name in ("serve_config.yaml", "serve_config.gpu.yaml"):
         http = yaml.safe_load((REPO / name).read_text())["http_options"]

@@ -24,7 +24,7 @@ import time
 import httpx
 import pytest
 
-from lab.bench.chaos import Admin, kill_engine, kill_gateway, oversized_prompts, soak, stop_redis, table
+from tandem.bench.chaos import Admin, kill_engine, kill_gateway, oversized_prompts, soak, stop_redis, table
 from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
 
 WAIT_PAST_KILL_S = 5.0
@@ -48,7 +48,7 @@ def check_bounded(row: dict, wait_s: float | None = WAIT_PAST_KILL_S) -> None:
     soak's fault-free median: a request that starts after the kill is timed from its start, and on a
     machine at a third of its speed the failover's own re-run took 5.16 s), and the fault was repaired.
     A request met an engine kill when it started before the gateway's probe can have counted the engine
-    down (lab.bench.chaos.DETECTION_S, from the probe's configuration); a later one is routed around the
+    down (tandem.bench.chaos.DETECTION_S, from the probe's configuration); a later one is routed around the
     dead replica and is held to the deadline (`hung`): under a CPU hog one that started 10 s after the
     kill, while the replacement replica loaded its model, took 4.6 s without being failed over."""
     assert row["requests"] > 0, f"no request ended in the window of {row['fault']}"
@@ -163,7 +163,7 @@ def test_no_secret_reached_any_log_of_the_run(hardened_app, soak_report):
     logs = app_logs(hardened_app["dir"])
     assert any("policy store" in text and "unreachable" in text for text in logs.values()), \
         "the Redis outage was not logged: the check below would prove little"
-    cli = subprocess.run([sys.executable, "-m", "lab.cli.main", "policy", "show", "--source", hardened_app["redis"].url,
+    cli = subprocess.run([sys.executable, "-m", "tandem.main", "policy", "show", "--source", hardened_app["redis"].url,
                           "--prefix", hardened_app["prefix"]], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert cli.returncode == 0, cli.stderr
     outputs = logs | {"tandem policy show": cli.stdout + cli.stderr}

@@ -7,7 +7,7 @@ import json
 import yaml
 
 from policies.stores import DEFAULT_POLICY_PATH, default_policy
-from lab.cli.main import main
+from tandem.main import main
 
 
 def test_validate_lists_every_invalid_field(tmp_path, capsys):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab.cli.main import main
+from tandem.main import main
 from lab.routing.dataset import TEST_PATH, TRAIN_PATH, load_jsonl
 from router.gateway.decision_entry import request_features
 from router.gateway.decisions_log import DecisionsLogSettings, log_decision
@@ -90,6 +90,6 @@ def test_bench_router_prints_a_table_and_writes_json(tmp_path, capsys):
 
 
 def test_importing_the_cli_does_not_import_sklearn_or_redis():
-    code = "import sys, router, policies, lab.cli.main; lab.cli.main.build_parser(); print(sorted(m for m in ('sklearn', 'redis', 'skops') if m in sys.modules))"
+    code = "import sys, router, policies, tandem.main; tandem.main.build_parser(); print(sorted(m for m in ('sklearn', 'redis', 'skops') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

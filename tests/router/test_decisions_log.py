@@ -222,7 +222,7 @@ def test_retraining_reads_text_entries_old_and_new_and_counts_those_without(pref
 
 
 def test_train_says_how_many_entries_carry_no_text(prefix, redis_url, tmp_path, capsys):
-    from lab.cli.main import main
+    from tandem.main import main
 
     client = redis_client()
     stream = prefix + "decisions"

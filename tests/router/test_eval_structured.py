@@ -9,7 +9,7 @@ from engines.defaults import SHIPPED_CHECKPOINT
 from engines.engine import DiffusionEngine
 from engines.skeleton import SCHEMA_INSTRUCTION
 from lab.model.tasks import generate_suite
-from lab.bench.eval_structured import engine_request, evaluate
+from tandem.bench.eval_structured import engine_request, evaluate
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lab.cli.main import main
+from tandem.main import main
 from lab.routing.dataset import TRAIN_PATH, load_jsonl
 from lab.routing.label_agreement import labels_for, load_labels, same_answer, structured_call, with_labels
 

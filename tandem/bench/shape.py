@@ -25,7 +25,7 @@ from engines.engine import DiffusionEngine
 from engines.loading import DTYPES, LoadedModel, default_generation_config
 from engines.quantization import quantize_weights
 from engines.shapes import build_random_model, parameter_counts, shape_config
-from lab.bench.peak_memory import MB, peak_memory
+from tandem.bench.peak_memory import MB, peak_memory
 from engines.types import GenerationRequest
 
 MODES = ("reference", "block", "ar", "verified")

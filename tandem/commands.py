@@ -171,7 +171,7 @@ def _route_on_server(args: argparse.Namespace, prompt: str, headers: dict[str, s
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from lab.bench.router import main
+    from tandem.bench.router import main
 
     return main(args)
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import httpx
 
-from lab.bench.load import mixed_workload, oversized_workload, run_until
+from tandem.bench.load import mixed_workload, oversized_workload, run_until
 from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S
 
 # The gateway counts a killed engine down by its next load poll: at most one poll interval away, the
@@ -244,7 +244,7 @@ def main(args) -> int:
     import subprocess
     import tempfile
 
-    from lab.cli.local_app import start_app
+    from tandem.local_app import start_app
 
     token, password = uuid.uuid4().hex, uuid.uuid4().hex
     os.environ["TANDEM_ADMIN_TOKEN"] = token  # the replicas Ray starts next read it
@@ -306,7 +306,7 @@ def redis_server() -> str:
 
 
 def _free_port() -> int:
-    from lab.cli.local_app import free_port
+    from tandem.local_app import free_port
 
     return free_port()
 

@@ -196,7 +196,7 @@ def main(args) -> int:
         experts.DENSE_MAX_ROWS = args.dense_experts_max_rows
     device = getattr(args, "device", "cpu") or "cpu"
     if args.shape:
-        from lab.bench.shape import prompts as random_prompts, shaped_engine
+        from tandem.bench.shape import prompts as random_prompts, shaped_engine
 
         layers = args.layers or 2
         dtype = args.dtype if device != "cpu" else "float32"  # bf16 is 4-20x slower than fp32 on this CPU
@@ -210,7 +210,7 @@ def main(args) -> int:
             workload = Workload(canvas=256, steps=args.steps, tokens=64, stop_check_every=args.stop_check_every or 4)
             batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (1, 8, 16)
     else:
-        from lab.bench.engines import bench_prompts, load_engine
+        from tandem.bench.engines import bench_prompts, load_engine
 
         engine, source = load_engine(args.checkpoint)
         prompts = [engine.prompt_ids(GenerationRequest(messages=m)) for m in bench_prompts(4)]

@@ -306,7 +306,7 @@ def main(args) -> int:
     if args.url:
         url, stop = args.url, None
     else:
-        from lab.cli.local_app import start_app
+        from tandem.local_app import start_app
 
         app = start_app({"checkpoint": args.checkpoint, "router_model": args.router_model})
         url, stop = app.url, app.stop

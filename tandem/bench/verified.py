@@ -31,7 +31,7 @@ from engines.block import denoise_canvas
 from engines.canvas import BlockParams
 from engines.cost import CostProfile
 from engines.sampling import make_generator
-from lab.bench.engines import load_engine
+from tandem.bench.engines import load_engine
 from engines.types import GenerationRequest
 
 REALISTIC = Path(__file__).resolve().parents[2] / "tests" / "data" / "realistic_prompts.jsonl"
@@ -204,7 +204,7 @@ def main(args) -> int:
         engine.draft_costs.profile = profile
     prompts = workloads(args.n, Path(args.prompts or REALISTIC))
     # The router's p90 length per prompt, as the Gateway sends it (verified sizes its first draft by
-    # it); the `tandem` CLI supplies it from the router's floor (`lab.cli.main.predicted_length`).
+    # it); the `tandem` CLI supplies it from the router's floor (`tandem.main.predicted_length`).
     expected_length = getattr(args, "expected_length", None)
     if expected_length is not None and not args.no_router_lengths:
         for p in prompts:

@@ -138,7 +138,7 @@ def measure_conversation(cold: DiffusionEngine, warm: DiffusionEngine, prefix_to
 
 
 def main(args) -> int:
-    from lab.bench.engines import load_engine
+    from tandem.bench.engines import load_engine
 
     torch.set_num_threads(args.threads)
     cold, source = load_engine(args.checkpoint)

@@ -76,7 +76,7 @@ def shipped(checkpoint: str, n: int) -> dict:
 
 def shapes(shape: str, layers: int, prompts: int, length: int, device: str = "cpu", **text_overrides) -> dict:
     from engines.quantization import quantize_weights
-    from lab.bench.shape import prompts as random_prompts, shaped_engine
+    from tandem.bench.shape import prompts as random_prompts, shaped_engine
 
     engine = shaped_engine(shape, layers, "bfloat16", device, **text_overrides)
     ids = random_prompts(prompts, length, engine.vocab_size)

@@ -11,7 +11,7 @@ Request sets, all from the task suite's held-out split (`lab.model.tasks`, split
                     answer's keys (string or number each, all required, no other keys);
 - `schema/json-keys` the "tool" family's answer-as-JSON items, with the same kind of schema;
 - `realistic/schema`, `realistic/tools`  hand-written requests no generator made
-                    (`lab/bench/data/realistic_structured.jsonl`: e-mails, invoices, tickets and
+                    (`tandem/bench/data/realistic_structured.jsonl`: e-mails, invoices, tickets and
                     tool requests with made-up names, codes, addresses and dates; kept apart from
                     training), with their own json_schema or tools (tool_choice "auto").
 
@@ -457,7 +457,7 @@ def main(args) -> int:
     if args.url:
         url, stop = args.url, None
     else:
-        from lab.cli.local_app import start_app
+        from tandem.local_app import start_app
 
         print("starting the app ...", flush=True)
         app = start_app({"checkpoint": args.checkpoint}, new_cluster=True)

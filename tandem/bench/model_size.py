@@ -12,7 +12,7 @@ hits them alike; each figure is the best round (the least disturbed by other pro
 is reported too, but on random weights it is no forecast: AR's prompt lookup and block's early
 stop give a trained model several tokens per call.
 
-    python -m lab.bench.model_size --shapes 128x3,192x3,256x3 --tokenizer lab/model/runs/structured-h192
+    python -m tandem.bench.model_size --shapes 128x3,192x3,256x3 --tokenizer lab/model/runs/structured-h192
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from transformers import AutoTokenizer
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.engine import DiffusionEngine
 from engines.types import GenerationRequest
-from lab.bench.engines import bench_prompts, measure
+from tandem.bench.engines import bench_prompts, measure
 from lab.model.train import TrainConfig, build_model
 
 
@@ -55,7 +55,7 @@ def random_checkpoint(shape: dict, tokenizer_dir: str, root: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lab.bench.model_size", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tandem.bench.model_size", description=__doc__.split("\n")[0])
     p.add_argument("--shapes", default="128x3,192x3,256x3", help="comma-separated HIDDENxLAYERS[xHEADSxHEAD_DIMxKV]")
     p.add_argument("--tokenizer", default="lab/model/runs/structured-h192", help="tokenizer of the candidates (its vocabulary sets lm_head's size)")
     p.add_argument("--baseline", default=str(SHIPPED_CHECKPOINT), help="the yardstick checkpoint")

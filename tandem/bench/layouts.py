@@ -3,7 +3,7 @@
 Both apps run side by side in one Ray cluster (`/split` and `/shared` route prefixes; the one not
 measured idles), and every round measures them in turn, so a slow spell of this shared machine
 hits both alike. Two parts, on the task suite's test split (or the realistic prompts):
-- **single mode**: all-block, all-verified and all-AR at concurrency 1 and 8 (`lab.bench.serve._run`):
+- **single mode**: all-block, all-verified and all-AR at concurrency 1 and 8 (`tandem.bench.serve._run`):
   requests/s, output tokens/s, p50/p99, exact match, per layout;
 - **mixed load**: equal parts of the three modes at concurrency `--mixed-concurrency` (12), beside
   each mode alone at the same concurrency: each mode's p99 mixed over its p99 alone (the shared
@@ -45,7 +45,7 @@ def start_layouts(checkpoint: str | None, engines: dict[str, dict], num_cpus: in
     import ray
     from ray import serve
 
-    from lab.cli.local_app import BUSY_MACHINE_SERVE_TIMEOUTS, HTTP_LIMITS, WORKER_PRIORITY, became_ready, free_port
+    from tandem.local_app import BUSY_MACHINE_SERVE_TIMEOUTS, HTTP_LIMITS, WORKER_PRIORITY, became_ready, free_port
     from router.app import application
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -84,7 +84,7 @@ async def mixed(url: str, pairs: list[tuple[object, str]], concurrency: int, max
             async with sem:
                 t0 = time.perf_counter()
                 r = await client.post("/v1/chat/completions", json={"model": f"tandem-{mode}", "messages": item.messages,
-                                                                    "max_tokens": max_tokens})  # as lab.bench.serve sends them
+                                                                    "max_tokens": max_tokens})  # as tandem.bench.serve sends them
                 if r.status_code != 200:
                     errors[mode] += 1
                     return
@@ -111,7 +111,7 @@ def p99(values: list[float]) -> float:
 
 
 def main(args) -> int:
-    from lab.bench.serve import _run, realistic_items
+    from tandem.bench.serve import _run, realistic_items
     from lab.model.tasks import TASK_FAMILIES, generate_suite
 
     items = realistic_items() if args.workload == "realistic" else generate_suite(args.n, split="test", seed=args.seed, families=TASK_FAMILIES)
@@ -194,7 +194,7 @@ def print_tables(single: list[dict], mixes: list[dict], args) -> None:
 
 
 def register(bench_commands) -> None:
-    from lab.bench.serve import _positive
+    from tandem.bench.serve import _positive
 
     p = bench_commands.add_parser("layouts", help="the split and the shared engine layout through HTTP, side by side in one run")
     p.add_argument("--checkpoint", default=None, help="checkpoint (default: the shipped model)")

@@ -74,8 +74,8 @@ def _lazy_shape_or(module: str):
                 print(f"tandem bench engines: error: argument --text-overrides: {exc}", file=sys.stderr)
                 return 2
         if args.compile_compare:
-            return _lazy("lab.bench.compile_compare")(args)
-        return _lazy("lab.bench.shape" if args.shape else module)(args)
+            return _lazy("tandem.bench.compile_compare")(args)
+        return _lazy("tandem.bench.shape" if args.shape else module)(args)
     return run
 
 
@@ -105,7 +105,7 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--dense-experts-max-rows", type=_bounded(int, 0), default=None,
                    help="with --compile-compare: the compiled path's bound on tokens x experts for the dense experts path "
                         "(engines/experts.py; 0: never dense, a large number: dense for every call the gathered path does not take)")
-    p.set_defaults(func=_lazy_shape_or("lab.bench.engines"))
+    p.set_defaults(func=_lazy_shape_or("tandem.bench.engines"))
 
 
 def main_bench_engines(argv: list[str] | None = None) -> int:
@@ -149,7 +149,7 @@ def register(commands, bench_commands):
     p.add_argument("--plot", default=None, help="PNG of verified time over AR time per prompt and batch size")
     p.add_argument("--no-router-lengths", action="store_true",
                    help="send no expected length (by default each prompt carries the shipped router's p90 prediction, as served)")
-    p.set_defaults(func=_lazy("lab.bench.verified"))
+    p.set_defaults(func=_lazy("tandem.bench.verified"))
 
     p = bench_commands.add_parser("prefix", help="prefix reuse against none: time to first token and throughput with a 1k-3.5k-token shared system prompt")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory (default: the shipped model)")
@@ -159,7 +159,7 @@ def register(commands, bench_commands):
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--json", default=None, help="write the records here")
     p.add_argument("--write-profile", action="store_true", help="record the prefill cost per prompt token in the checkpoint's cost_profile.json")
-    p.set_defaults(func=_lazy("lab.bench.prefix"))
+    p.set_defaults(func=_lazy("tandem.bench.prefix"))
 
     p = commands.add_parser("eval", help="evaluate a checkpoint")
     eval_commands = p.add_subparsers(dest="eval", required=True, metavar="WHAT")
@@ -179,5 +179,5 @@ def register(commands, bench_commands):
     p.add_argument("prompt", nargs="?", default=None)
     p.add_argument("--schema", default=None, help="JSON Schema of the answer (default: name and city)")
     p.add_argument("--free", action="store_true", help="no schema: decode the prompt as free text")
-    p.set_defaults(func=_lazy("lab.cli.demo"))
+    p.set_defaults(func=_lazy("tandem.demo"))
     return evals

@@ -24,7 +24,7 @@ def config_port(config: Path) -> int:
 
 def announce(port: int, alive=lambda: True, wait_s: float = READY_WAIT_S) -> bool:
     """Print one line once the app on `port` answers /ready (False if it never did while `alive()`)."""
-    from lab.cli.doctor import running_tandem
+    from tandem.doctor import running_tandem
 
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and alive():
@@ -47,7 +47,7 @@ def main(args) -> int:
     if serve_bin is None:
         print("tandem serve: Ray Serve's `serve` command is missing; install ray[serve]", file=sys.stderr)
         return 2
-    from lab.cli.local_app import WORKER_PRIORITY
+    from tandem.local_app import WORKER_PRIORITY
     from router.gateway.request_ids import PROXY_CALLBACK_ENV
 
     env = WORKER_PRIORITY | PROXY_CALLBACK_ENV | os.environ | {"RAY_USAGE_STATS_ENABLED": "0"}  # the proxy bounds x-request-id

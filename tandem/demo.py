@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from engines.skeleton import json_schema_grammar, schema_instruction, template_for_schema
-from lab.bench.engines import load_engine
+from tandem.bench.engines import load_engine
 from engines.types import GenerationRequest
 
 DEFAULT_PROMPT = "Extract the name and the city: Alice Smith moved to Paris last spring."

@@ -1,5 +1,5 @@
 """The `tandem` command line. One entry point; each package registers its own subcommands
-(`lab.cli.engines`, `lab.cli.policy`, `lab.cli.commands`), and heavy imports happen inside the
+(`tandem.engines`, `tandem.policy`, `tandem.commands`), and heavy imports happen inside the
 command, so `tandem --help` is instant."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="benchmarks that print a table and write JSON")
     bench_commands = bench.add_subparsers(dest="bench", required=True, metavar="WHAT")
 
-    from lab.cli import engines as engines_cli
-    from lab.cli import policy as policies_cli
-    from lab.bench import chaos as bench_chaos, eval_structured, fp8 as bench_fp8, layouts as bench_layouts, mixed as bench_mixed, serve as bench_serve, structured as bench_structured
-    from lab.cli import commands as router_commands, doctor, serve
+    from tandem import engines as engines_cli
+    from tandem import policy as policies_cli
+    from tandem.bench import chaos as bench_chaos, eval_structured, fp8 as bench_fp8, layouts as bench_layouts, mixed as bench_mixed, serve as bench_serve, structured as bench_structured
+    from tandem import commands as router_commands, doctor, serve
 
     serve.register(commands)
     doctor.register(commands)

@@ -53,7 +53,7 @@ async def send(scheduler: Scheduler, pairs: list[tuple[dict, str]], concurrency:
 def workload(args) -> tuple[DiffusionEngine, list[dict]]:
     """The engine and each request's fields: the suite's test prompts, or random token ids at a shape."""
     if args.shape:
-        from lab.bench.shape import prompts, shaped_engine
+        from tandem.bench.shape import prompts, shaped_engine
         from engines.quantization import quantize_weights
 
         engine = shaped_engine(args.shape, args.layers, args.dtype, args.device, **args.text_overrides)
