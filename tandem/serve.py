@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "serve_config.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "serve_config.yaml"
 READY_WAIT_S = 900.0  # a cold start on a busy machine (Ray, three replicas, model loads) takes minutes
 
 
