@@ -58,9 +58,17 @@ def completion_call(req, headers: dict[str, str]) -> Call:
                 stream=req.stream, include_usage=bool(req.stream_options and req.stream_options.include_usage))
 
 
+# The seed of a greedy request that names none. Greedy (temperature 0, or omitted) asks for one answer,
+# but block mode draws its canvas noise whatever the temperature: unseeded, the same tool call or
+# JSON answer could come back different each time it is asked, and differ again under load.
+GREEDY_SEED = 0
+
+
 def _sampling(req, gen: GenerationRequest) -> GenerationRequest:
-    return dataclasses.replace(gen, max_new_tokens=req.token_budget() or DEFAULT_MAX_TOKENS, temperature=req.temperature or 0.0,
-                               top_p=req.top_p or 1.0, stop=req.stop or [], seed=req.seed)
+    temperature = req.temperature or 0.0
+    seed = req.seed if req.seed is not None or temperature > 0 else GREEDY_SEED
+    return dataclasses.replace(gen, max_new_tokens=req.token_budget() or DEFAULT_MAX_TOKENS, temperature=temperature,
+                               top_p=req.top_p or 1.0, stop=req.stop or [], seed=seed)
 
 
 def _route(req, messages: list[dict], headers: dict[str, str], response_format: dict | None, tools):

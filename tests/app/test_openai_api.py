@@ -51,6 +51,14 @@ def test_model_alias_forces_the_mode(client, model, mode):
         assert tandem["steps"], "block and verified report steps per canvas"
 
 
+def test_a_greedy_block_answer_repeats_without_a_seed(client):
+    """Block mode draws canvas noise at any temperature; a greedy request that names no seed gets a
+    fixed one (router.gateway.calls.GREEDY_SEED), so asking again gives the same answer."""
+    ask = {"model": "tandem-block", "messages": MSG, "max_tokens": 8}
+    answers = [client.chat.completions.create(**ask).choices[0].message.content for _ in range(2)]
+    assert answers[0] == answers[1] and answers[0]
+
+
 def test_header_forces_the_mode(client):
     raw = client.chat.completions.with_raw_response.create(model="tandem", messages=MSG, max_tokens=4, extra_headers={"x-tandem-mode": "ar"})
     assert raw.headers["x-tandem-mode"] == "ar"

@@ -9,7 +9,7 @@ import pytest
 from engines.defaults import DEFAULT_MAX_TOKENS
 from engines.errors import InvalidRequestError
 from engines.skeleton import schema_instruction
-from router.gateway.calls import TIMEOUT_HEADER, chat_call, client_timeout, completion_call
+from router.gateway.calls import GREEDY_SEED, TIMEOUT_HEADER, chat_call, client_timeout, completion_call
 from router.gateway.openai_api import ChatCompletionRequest, CompletionRequest
 from router.gateway.structured import output_spec
 
@@ -26,10 +26,16 @@ def chat(**body):
 def test_sampling_is_filled_once_and_routing_reads_only_the_clients_cap():
     bare = chat()
     assert bare.gen.max_new_tokens == DEFAULT_MAX_TOKENS and bare.route.max_tokens is None  # the default is the engine's, not a signal
-    assert (bare.gen.temperature, bare.gen.top_p, bare.gen.stop, bare.gen.seed) == (0.0, 1.0, [], None)  # greedy unless asked
+    assert (bare.gen.temperature, bare.gen.top_p, bare.gen.stop, bare.gen.seed) == (0.0, 1.0, [], GREEDY_SEED)  # greedy unless asked
     capped = chat(max_completion_tokens=40, max_tokens=80, temperature=0.7, top_p=0.9, stop=["\n"], seed=3)
     assert capped.gen.max_new_tokens == capped.route.max_tokens == 40  # max_completion_tokens wins, as OpenAI reads it
     assert (capped.gen.temperature, capped.gen.top_p, capped.gen.stop, capped.gen.seed) == (0.7, 0.9, ["\n"], 3)
+
+
+def test_a_greedy_request_without_a_seed_gets_the_fixed_one_and_a_sampled_one_none():
+    """Block mode draws canvas noise at any temperature: a greedy request is seeded so that it repeats."""
+    assert chat(temperature=0.0).gen.seed == GREEDY_SEED and chat(temperature=0.0, seed=9).gen.seed == 9
+    assert chat(temperature=0.8).gen.seed is None and chat(temperature=0.8, seed=9).gen.seed == 9
 
 
 def test_routing_reads_the_key_and_headers_and_the_answer_how_to_be_sent():
