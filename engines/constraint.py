@@ -31,6 +31,7 @@ import torch
 
 from engines.closer import GAVE_UP, OUTSIDE, OVER_LIMIT, Closer, String, after_text
 from engines.errors import InvalidRequestError
+from engines.grammar_check import grammar_param, grammar_problems
 
 # In the last tokens of max_new_tokens (CLOSING_SHARE of them, at most CLOSING_TOKENS), a
 # constrained answer is steered to close: the closer's next token wins (the end of the answer
@@ -43,20 +44,6 @@ LIMITS = llguidance.LLParserLimits(verbose_errors=False)  # errors name the prob
 
 def closing_window(max_new_tokens: int) -> int:
     return min(CLOSING_TOKENS, max(8, int(max_new_tokens * CLOSING_SHARE)))
-
-
-def grammar_problems(grammar: str) -> list[str]:
-    """What is wrong with `grammar` (unknown or unimplemented features, syntax); empty when usable."""
-    try:
-        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar)
-    except Exception as exc:  # malformed serialized grammar
-        return [str(exc)]
-    return list(messages) if is_error or messages else []
-
-
-def grammar_param(grammar: str) -> str:
-    """The request field a grammar came from (router.structured writes tools as Lark, schemas as JSON Schema)."""
-    return "tools" if '"lark_grammar"' in grammar else "response_format"
 
 
 def _reason(error: str) -> str:

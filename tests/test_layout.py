@@ -74,3 +74,16 @@ def test_request_path_modules_are_short():
     long = {name: n for name, path in modules().items()
             if on_request_path(name) and (n := len(path.read_text().splitlines())) > MAX_REQUEST_PATH_LINES}
     assert not long, f"request-path modules over {MAX_REQUEST_PATH_LINES} lines: {long}"
+
+
+def test_the_gateways_code_loads_no_compiler():
+    """A Gateway replica imports its code in well under a second: engines.grammar_check, not
+    llguidance.torch, whose torch compiler stack was 3 of the 4 s (measured on the 2-core VM)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, router.app, router.gateway.ingress, router.gateway.orchestration; "
+            "print(sorted(m for m in ('torch', 'transformers', 'llguidance.torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", f"the gateway's modules load {done.stdout.strip()}"

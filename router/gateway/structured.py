@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engines.constraint import grammar_problems
+from engines.grammar_check import grammar_problems
 from engines.errors import InvalidRequestError
 from router.gateway.errors import PayloadTooLargeError
 from engines.skeleton import JSON_STYLE, Template, closed_objects, template_for_schema, template_for_tool_choice
