@@ -68,7 +68,8 @@ def _sampling(req, gen: GenerationRequest) -> GenerationRequest:
     temperature = req.temperature or 0.0
     seed = req.seed if req.seed is not None or temperature > 0 else GREEDY_SEED
     return dataclasses.replace(gen, max_new_tokens=req.token_budget() or DEFAULT_MAX_TOKENS, temperature=temperature,
-                               top_p=req.top_p or 1.0, stop=req.stop or [], seed=seed)
+                               top_p=req.top_p or 1.0, stop=req.stop or [], seed=seed,
+                               stop_token_ids=[] if req.ignore_eos else None)  # None: the checkpoint's end-of-sequence ids
 
 
 def _route(req, messages: list[dict], headers: dict[str, str], response_format: dict | None, tools):

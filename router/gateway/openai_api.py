@@ -2,8 +2,11 @@
 (responses, SSE chunks) is built by `router.gateway.answers`.
 
 Only what Tandem serves is accepted; fields OpenAI defines that do not change the output here
-(`user`, `logit_bias`, ...) are accepted and ignored, and unknown fields are ignored as OpenAI does.
-`n` must be 1. Numbers and flags are typed as OpenAI types them, strictly: an integer field takes
+(`user`, `service_tier`, ...) are accepted and ignored, and unknown fields are ignored as OpenAI does.
+Fields that would change the output and that Tandem does not apply (`logit_bias`, the penalties)
+are taken only at values that change nothing (empty, 0), else a 400 naming them: never an answer
+that silently ignores them. `n` must be 1. `ignore_eos` is vLLM's extension: the answer runs to
+max_tokens through end-of-sequence tokens (fixed-length benchmarks). Numbers and flags are typed as OpenAI types them, strictly: an integer field takes
 an integer only (not "12", 12.0 or true), a number field an integer or a float, a flag true or
 false; anything else is a 400 `invalid_type` naming the field (pydantic's lax mode would read
 "12" and true as integers).
@@ -64,6 +67,24 @@ class _Sampling(BaseModel):
     n: StrictInt | None = Field(None, ge=1, le=128)
     stream: StrictBool = False
     stream_options: StreamOptions | None = None
+    ignore_eos: StrictBool = False
+    frequency_penalty: StrictFloat | None = Field(None, ge=-2.0, le=2.0)  # not applied: 0 only
+    presence_penalty: StrictFloat | None = Field(None, ge=-2.0, le=2.0)  # not applied: 0 only
+    logit_bias: dict[str, StrictFloat] | None = None  # not applied: empty only
+
+    @field_validator("frequency_penalty", "presence_penalty")
+    @classmethod
+    def _no_penalty(cls, v):
+        if v:
+            raise ValueError("penalties are not supported (0 or omitted)")
+        return v
+
+    @field_validator("logit_bias")
+    @classmethod
+    def _no_logit_bias(cls, v):
+        if v:
+            raise ValueError("logit_bias is not supported (empty or omitted)")
+        return v
 
     @field_validator("stop")
     @classmethod

@@ -18,6 +18,8 @@ CASES = [
     ({**OK, "max_tokens": 0}, 400, "max_tokens"),
     ({**OK, "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
     ({**OK, "response_format": {"type": "json_schema"}}, 400, "response_format"),
+    ({**OK, "logit_bias": {"17": -100}}, 400, "logit_bias"),  # would change the answer, and is not applied: never ignored
+    ({**OK, "presence_penalty": 0.5}, 400, "presence_penalty"),
     ({**OK, "model": "gpt-4o"}, 404, "model"),
     ({**OK, "max_tokens": 100_000}, 400, None),  # beyond the model's context
 ]

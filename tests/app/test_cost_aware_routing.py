@@ -19,7 +19,8 @@ LOAD_ROWS = 8  # concurrent long AR requests: the engine's batch of 4, and 4 que
 LOAD_TOKENS = 512
 # A near-greedy sample (just over engines.sampling.GREEDY_BELOW): one token per AR step, as prompt
 # lookup would write the random model's greedy loops in a few passes.
-STORY = {"messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 2e-4}
+# `ignore_eos`: every answer as long as asked (sampled, the random model now and then stops early).
+STORY = {"messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 2e-4, "ignore_eos": True}
 
 
 def label(base_url: str) -> httpx.Response:

@@ -59,6 +59,22 @@ def test_a_greedy_block_answer_repeats_without_a_seed(client):
     assert answers[0] == answers[1] and answers[0]
 
 
+# Seeds at which the tiny random model, sampled near-greedily, writes its end-of-sequence token
+# within 60 tokens (measured on the engine: AR and verified alike at seed 12, block at seed 14).
+STOPS_EARLY = {"tandem-ar": 12, "tandem-verified": 12, "tandem-block": 14}
+
+
+@pytest.mark.parametrize("model", list(STOPS_EARLY))
+def test_ignore_eos_writes_through_the_end_of_sequence_to_max_tokens(client, model):
+    """vLLM's `ignore_eos` (fixed-length benchmarks): an answer that would stop early runs to max_tokens."""
+    ask = {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": 60,
+           "temperature": 2e-4, "seed": STOPS_EARLY[model]}
+    stops = client.chat.completions.create(**ask)
+    assert stops.choices[0].finish_reason == "stop" and stops.usage.completion_tokens < 60, "the case stops early without it"
+    runs = client.chat.completions.create(**ask, extra_body={"ignore_eos": True})
+    assert runs.choices[0].finish_reason == "length" and runs.usage.completion_tokens == 60
+
+
 def test_header_forces_the_mode(client):
     raw = client.chat.completions.with_raw_response.create(model="tandem", messages=MSG, max_tokens=4, extra_headers={"x-tandem-mode": "ar"})
     assert raw.headers["x-tandem-mode"] == "ar"

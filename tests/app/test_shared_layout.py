@@ -24,7 +24,7 @@ from tests.hardening.conftest import child_app
 TOKEN = "shared-admin-" + uuid.uuid4().hex[:8]
 DEADLINE_S = 10  # the app's request_timeout_s: a request on a dead replica ends by it
 LONG = {"model": "tandem-ar", "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": 3000,
-        "temperature": 2e-4, "stream": True}  # near-greedy sampling: one token per step (no prompt-lookup runs), no early stop
+        "temperature": 2e-4, "stream": True, "ignore_eos": True}  # near-greedy: one token per step (no prompt-lookup runs); no early stop
 SYSTEM = "You are a careful assistant. Answer with the fields asked for, nothing else, in the order asked. " * 4
 
 
@@ -134,7 +134,7 @@ def test_a_dead_shared_replica_takes_every_mode_with_it_and_ends_their_requests_
             async def one(model: str, delay: float):
                 await asyncio.sleep(delay)
                 started = time.perf_counter()
-                r = await client.post("/v1/chat/completions", json={"model": model, "max_tokens": 600, "temperature": 2e-4,
+                r = await client.post("/v1/chat/completions", json={"model": model, "max_tokens": 600, "temperature": 2e-4, "ignore_eos": True,
                                                                     "messages": [{"role": "user", "content": "Tell me a long story."}]})
                 return r, time.perf_counter() - started
 

@@ -38,6 +38,29 @@ def test_a_greedy_request_without_a_seed_gets_the_fixed_one_and_a_sampled_one_no
     assert chat(temperature=0.8).gen.seed is None and chat(temperature=0.8, seed=9).gen.seed == 9
 
 
+def test_ignore_eos_decodes_through_end_of_sequence_tokens_in_chat_and_text():
+    """vLLM's extension: no stop token ends the answer (an empty list for the engine); by default the checkpoint's."""
+    assert chat().gen.stop_token_ids is None and chat(ignore_eos=True).gen.stop_token_ids == []
+    text = CompletionRequest.model_validate({"model": "tandem", "prompt": "Once", "ignore_eos": True})
+    assert completion_call(text, HEADERS).gen.stop_token_ids == []
+
+
+@pytest.mark.parametrize("field,value", [("logit_bias", {"17": -100}), ("frequency_penalty", 0.5), ("presence_penalty", -1)])
+def test_a_field_that_would_change_the_answer_and_is_not_applied_is_refused_naming_it(field, value):
+    from pydantic import ValidationError
+
+    from router.gateway.openai_api import validation_error
+
+    with pytest.raises(ValidationError) as caught:
+        chat(**{field: value})
+    error = validation_error(caught.value.errors())
+    assert error.status == 400 and error.param == field and "not supported" in error.message
+
+
+def test_those_fields_at_values_that_change_nothing_are_taken():
+    assert chat(logit_bias={}, frequency_penalty=0, presence_penalty=0.0, user="u-1").gen.max_new_tokens == DEFAULT_MAX_TOKENS
+
+
 def test_routing_reads_the_key_and_headers_and_the_answer_how_to_be_sent():
     call = chat(stream=True, stream_options={"include_usage": True}, logprobs=True, top_logprobs=2)
     assert call.chat and call.stream and call.include_usage and call.model == "tandem"
