@@ -72,20 +72,6 @@ class _Sampling(BaseModel):
     presence_penalty: StrictFloat | None = Field(None, ge=-2.0, le=2.0)  # not applied: 0 only
     logit_bias: dict[str, StrictFloat] | None = None  # not applied: empty only
 
-    @field_validator("frequency_penalty", "presence_penalty")
-    @classmethod
-    def _no_penalty(cls, v):
-        if v:
-            raise ValueError("penalties are not supported (0 or omitted)")
-        return v
-
-    @field_validator("logit_bias")
-    @classmethod
-    def _no_logit_bias(cls, v):
-        if v:
-            raise ValueError("logit_bias is not supported (empty or omitted)")
-        return v
-
     @field_validator("stop")
     @classmethod
     def _stop(cls, v):
@@ -99,11 +85,14 @@ class _Sampling(BaseModel):
                 text_field(s, "a stop sequence")
         return stops
 
-    @field_validator("n")
+    @field_validator("n", "frequency_penalty", "presence_penalty", "logit_bias")
     @classmethod
-    def _n(cls, v):
-        if v not in (None, 1):
+    def _only_at_its_neutral_value(cls, v, info):
+        """Fields that would change the answer, served only at the value that changes nothing."""
+        if info.field_name == "n" and v not in (None, 1):
             raise ValueError("only n=1 is supported")
+        if info.field_name != "n" and v:
+            raise ValueError(f"{info.field_name} is not supported (0, empty or omitted)")
         return v
 
 
