@@ -92,7 +92,7 @@ class _Sampling(BaseModel):
         if info.field_name == "n" and v not in (None, 1):
             raise ValueError("only n=1 is supported")
         if info.field_name != "n" and v:
-            raise ValueError(f"{info.field_name} is not supported (0, empty or omitted)")
+            raise ValueError("not supported: only 0, empty or omitted")
         return v
 
 
@@ -238,9 +238,9 @@ def validation_error(errors: list[dict]) -> InvalidRequestError:
     is not a JSON object at all is `invalid_json`."""
     first = errors[0] if errors else {}
     loc = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-    msg = first.get("msg", "invalid request")
+    msg = first.get("msg", "invalid request").removeprefix("Value error, ")  # pydantic's prefix on a validator's own words
     if not loc and first.get("type") == "value_error":  # a rule across fields (a model validator)
-        return InvalidRequestError(msg.removeprefix("Value error, "), code="invalid_value")
+        return InvalidRequestError(msg, code="invalid_value")
     if not loc or first.get("type") == "json_invalid":
         return InvalidRequestError(f"request body is not a valid JSON object: {msg}", code="invalid_json")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
