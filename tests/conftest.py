@@ -21,7 +21,7 @@ hypothesis_settings.register_profile("dev", print_blob=True)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 # The suite runs on two pytest-xdist workers (scripts/test.sh); a group of tests runs whole on one
-# worker, in file order. Every test that starts a Ray cluster (tests/agents, app, cluster, hardening)
+# worker, in file order. Every test that starts a Ray cluster (tests/agents, app, cluster, hardening, layouts)
 # is in one group, so clusters start one at a time as in a serial run: two starting at once race for
 # ports and overrun Ray's 30 s node start-up on a busy 2-core machine (measured). That group also
 # keeps their ordering: agents' in-process app is stopped at the end of its package, before
@@ -30,7 +30,7 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" i
 # costly fixture (a compiled engine) is built once. The groups are made by a scheduler of our own
 # rather than `xdist_group` marks: `--dist loadgroup` stopped grouping on pytest 9.2 (its test ids
 # are no longer rewritten: pytest-dev/pytest-xdist#1386).
-RAY_CLUSTER_DIRS = ("tests/agents/", "tests/app/", "tests/cluster/", "tests/hardening/")
+RAY_CLUSTER_DIRS = ("tests/agents/", "tests/app/", "tests/cluster/", "tests/hardening/", "tests/layouts/")
 RAY_GROUP = "ray-clusters"
 
 

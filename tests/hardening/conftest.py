@@ -76,7 +76,10 @@ class RedisServer:
         self.proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
+# Package scope: the app and its Redis stop when tests/hardening ends, not at the session's end: the
+# worker goes on with other files after the Ray group, and an idle app with two Gateway replicas
+# takes about a sixth of a core (tests/app/conftest.py) that those files need.
+@pytest.fixture(scope="package")
 def hardening_redis(tmp_path_factory):
     server = RedisServer(tmp_path_factory.mktemp("redis"), REDIS_PASSWORD)
     server.start()
@@ -122,7 +125,7 @@ def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def hardened_app(tiny_checkpoint, hardening_redis, tmp_path_factory):
     out = tmp_path_factory.mktemp("hardened-app")
     prefix = f"tandem-hardening-{uuid.uuid4().hex[:8]}:"
@@ -135,7 +138,7 @@ def hardened_app(tiny_checkpoint, hardening_redis, tmp_path_factory):
         yield {"url": url, "port": port, "prefix": prefix, "dir": out, "redis": hardening_redis}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def app_url(hardened_app) -> str:
     return hardened_app["url"]
 

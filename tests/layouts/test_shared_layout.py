@@ -4,8 +4,8 @@ answer of one mode does not hold another mode's request back; a client that leav
 a prompt head prefilled for one mode serves the others; a dead replica takes every mode with it and
 its requests end in a clean 503 or an answer, never a hang.
 
-The app runs in its own process and Ray cluster (tests/hardening/conftest.py's child_app): tests/app's
-session app (the split layout) keeps the pytest process's cluster."""
+The app runs in its own process and Ray cluster (tests/hardening/conftest.py's child_app), in a package
+of its own so that no other test app idles beside it (each package's app stops when its package ends)."""
 
 from __future__ import annotations
 
