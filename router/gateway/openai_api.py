@@ -6,10 +6,11 @@ Only what Tandem serves is accepted; fields OpenAI defines that do not change th
 Fields that would change the output and that Tandem does not apply (`logit_bias`, the penalties)
 are taken only at values that change nothing (empty, 0), else a 400 naming them: never an answer
 that silently ignores them. `n` must be 1. `ignore_eos` is vLLM's extension: the answer runs to
-max_tokens through end-of-sequence tokens (fixed-length benchmarks). Numbers and flags are typed as OpenAI types them, strictly: an integer field takes
-an integer only (not "12", 12.0 or true), a number field an integer or a float, a flag true or
-false; anything else is a 400 `invalid_type` naming the field (pydantic's lax mode would read
-"12" and true as integers).
+max_tokens through end-of-sequence tokens (fixed-length benchmarks).
+
+Numbers and flags are typed as OpenAI types them, strictly: an integer field takes an integer only
+(not "12", 12.0 or true), a number field an integer or a float, a flag true or false; anything else
+is a 400 `invalid_type` naming the field (pydantic's lax mode would read "12" and true as integers).
 """
 
 from __future__ import annotations
