@@ -89,6 +89,16 @@ def hardening_redis(tmp_path_factory):
         server.proc.wait(timeout=10)
 
 
+def wait_until(read, ok, timeout_s: float = 30.0):
+    """`read()` once `ok` holds for it, or its last value after `timeout_s` (the caller asserts on it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = read()
+        if ok(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def child_app(args: dict, out: Path, env: dict[str, str] | None = None, drop_env: tuple[str, ...] = (), gateway_replicas: int = 1):
     """The app (tests/hardening/serve_app.py, start_app) in its own process and Ray cluster, on a

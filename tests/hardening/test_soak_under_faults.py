@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from tandem.bench.chaos import Admin, kill_engine, kill_gateway, oversized_prompts, soak, stop_redis, table
-from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
+from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS, wait_until
 
 WAIT_PAST_KILL_S = 5.0
 
@@ -140,15 +140,6 @@ def test_long_answers_on_a_killed_engine_end_by_their_deadline_and_leave_no_orph
                    json={"model": "tandem-block", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
     assert r.status_code == 200 and r.headers["x-tandem-mode"] == "block"
     wait_until(fault.repaired, bool, 90.0)  # leave the app whole for the tests after this one
-
-
-def wait_until(read, ok, timeout_s: float):
-    deadline = time.perf_counter() + timeout_s
-    while True:
-        value = read()
-        if ok(value) or time.perf_counter() > deadline:
-            return value
-        time.sleep(0.1)
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.hardening.conftest import child_app
+from tests.hardening.conftest import child_app, wait_until
 
 TOKEN = "shared-admin-" + uuid.uuid4().hex[:8]
 DEADLINE_S = 10  # the app's request_timeout_s: a request on a dead replica ends by it
@@ -45,15 +45,6 @@ def stats(url: str) -> dict:
 
 def engine(url: str) -> dict:
     return stats(url)["engines"]["shared"]
-
-
-def wait_until(read, ok, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = read()
-        if ok(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.1)
 
 
 def ask(url: str, model: str, max_tokens: int = 8, messages=None) -> httpx.Response:
