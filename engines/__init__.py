@@ -5,15 +5,15 @@ Names load lazily so that `tandem --help` and the router's CLI do not pay for im
 from engines.lazy_exports import lazy_exports
 
 _EXPORTS = {
-    "DiffusionEngine": "engines.engine",
+    "DiffusionEngine": "engines.replica.engine",
     "CheckpointError": "engines.errors",
     "ContextLengthError": "engines.errors",
     "TandemError": "engines.errors",
     "EngineOverloadedError": "engines.errors",
     "EngineUnavailableError": "engines.errors",
     "InvalidRequestError": "engines.errors",
-    "LoadedModel": "engines.loading",
-    "load_checkpoint": "engines.loading",
+    "LoadedModel": "engines.model.loading",
+    "load_checkpoint": "engines.model.loading",
     "MODES": "engines.types",
     "DecodeStats": "engines.types",
     "GenerationRequest": "engines.types",

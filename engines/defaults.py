@@ -15,8 +15,8 @@ DEFAULT_MAX_TOKENS = 512  # output tokens when a request sets no max_tokens
 MAX_BATCH_SIZE = 8  # rows one engine replica decodes together per step
 MAX_QUEUE = 64  # requests waiting per replica beyond the running batch before 429
 MAX_WAIT_S = 0.5  # how long an incompatible request waits before running batches stop admitting
-MIN_PREFIX_TOKENS = 64  # shorter prompt heads cost less to encode than to look up and copy (engines.prefix_cache)
-PREFIX_CACHE_TOKENS = 32_768  # prompt-head tokens whose KV one replica keeps for reuse (engines.prefix_cache)
+MIN_PREFIX_TOKENS = 64  # shorter prompt heads cost less to encode than to look up and copy (engines.batch.prefix_cache)
+PREFIX_CACHE_TOKENS = 32_768  # prompt-head tokens whose KV one replica keeps for reuse (engines.batch.prefix_cache)
 
 
 def default_checkpoint() -> str:

@@ -1,6 +1,6 @@
 """What is wrong with an llguidance grammar, told before any decoding: the gateway refuses an unusable
 schema or tool set with a 400 naming it, and the engine checks again when it builds a row's matcher
-(engines.constraint). Needs only llguidance's core: the gateway imports this, and not llguidance.torch,
+(engines.grammar.constraint). Needs only llguidance's core: the gateway imports this, and not llguidance.torch,
 which loads torch's compiler stack (3 of the 4 s a Gateway replica took to import its code, measured
 on the 2-core VM)."""
 

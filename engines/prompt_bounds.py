@@ -25,7 +25,7 @@ megabytes. Two checks, in order:
    (tests/engines/test_prompt_bounds.py checks it).
 
 Both raise `ContextLengthError` (400, `context_length_exceeded`) naming the limit. The engine
-runs them off its event loop (engines.scheduler); the gateway runs check 1 before routing.
+runs them off its event loop (engines.replica.scheduler); the gateway runs check 1 before routing.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A JSON schema (or a tool call) fixes most of its answer: braces, keys, quotes, separators, the tool
 name. `template_for_schema` writes that answer as a `Template`: `Fixed` text and typed `Slot`s for
-the values. `engines.skeleton_canvas.CanvasLayout` lays a template out on one canvas: the skeleton's
+the values. `engines.modes.seeded_layout.CanvasLayout` lays a template out on one canvas: the skeleton's
 tokens at fixed positions and `capacity` positions per slot. Block mode denoises only the slot
 positions; a slot writes its value and then fills the rest with the filler token (EOS, the token the
 model already writes after an answer). Reading a slot back takes its tokens up to the first filler.

@@ -15,7 +15,7 @@ MODES: tuple[Mode, ...] = ("block", "verified", "ar")
 # which deployment serves a mode is the app's layout's to say (router.decision.layouts).
 Engine = Literal["block", "ar"]
 ENGINE_OF_MODE: dict[Mode, Engine] = {"block": "block", "verified": "block", "ar": "ar"}
-# The batches a mode's requests decode in on any replica (engines.scheduler): canvases (block) or
+# The batches a mode's requests decode in on any replica (engines.replica.scheduler): canvases (block) or
 # tokens (verified, and AR as rows that never draft: one encoder pass over one KV cache serves both).
 Lane = Literal["canvas", "tokens"]
 LANE_OF_MODE: dict[Mode, Lane] = {"block": "canvas", "verified": "tokens", "ar": "tokens"}
@@ -31,10 +31,10 @@ class GenerationRequest:
     messages: list[dict] | None = None  # chat turns, rendered with the checkpoint's chat template
     tools: list[dict] | None = None  # function definitions {name, description, parameters}, for the chat template
     # An llguidance grammar (serialized) the answer must follow: JSON Schema, tool calls. AR and
-    # verified mode decode under its token mask; block mode refuses it (engines.constraint).
+    # verified mode decode under its token mask; block mode refuses it (engines.grammar.constraint).
     grammar: str | None = None
     # The fixed skeleton of a structured answer (engines.skeleton.Template): block mode seeds its
-    # canvas with it and denoises only the value slots (engines.seeded); the grammar checks the result.
+    # canvas with it and denoises only the value slots (engines.modes.seeded); the grammar checks the result.
     skeleton: tuple | None = None
     # The answer may also be something else (tool_choice auto: a call or a text answer): the skeleton
     # is used only when the model's first token, under the grammar, is where the skeleton starts.
@@ -53,7 +53,7 @@ class GenerationRequest:
     # Block mode (and the drafts of verified mode). None takes the checkpoint's generation config.
     canvas: int | None = None  # canvas size, <= config.canvas_length
     # The answer's expected length (the router's p90 prediction), or None: verified mode sizes its
-    # first draft to hold it (engines.drafting.first_canvas).
+    # first draft to hold it (engines.modes.verified_drafting.first_canvas).
     expected_tokens: int | None = None
     max_denoising_steps: int | None = None
     t_min: float | None = None
@@ -79,15 +79,15 @@ class DecodeStats:
     drafted: int = 0  # verified mode: draft tokens put up for verification
     accepted: int = 0  # verified mode: draft tokens that equalled the AR choice (tokens written by drafts)
     ar_tokens: int = 0  # verified mode: tokens written by AR steps (each round's correction, and rows drafting paused)
-    looked_up: int = 0  # AR and verified mode: tokens written by prompt-lookup guesses AR agreed with (engines.lookup)
-    seeded_fallback: bool = False  # constrained AR wrote some of a skeleton-seeded answer (engines.seeded, engines.slot_ar)
+    looked_up: int = 0  # AR and verified mode: tokens written by prompt-lookup guesses AR agreed with (engines.modes.ar_lookup)
+    seeded_fallback: bool = False  # constrained AR wrote some of a skeleton-seeded answer (engines.modes.seeded, engines.modes.seeded_ar)
     # A skeleton-seeded answer's slot value tokens (None for any other answer): those its canvases
     # wrote, and those constrained AR wrote (the slots the grammar refused, with the token that ends
     # each; every token AR wrote where the skeleton could not be followed)
     slot_tokens_block: int | None = None
     slot_tokens_ar: int | None = None
-    prefix_tokens_reused: int = 0  # prompt tokens whose KV came from the prefix cache (engines.prefix_cache)
-    closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.constraint)
+    prefix_tokens_reused: int = 0  # prompt tokens whose KV came from the prefix cache (engines.batch.prefix_cache)
+    closed_early: bool = False  # a constrained answer was steered to close as max_new_tokens ran low (engines.grammar.constraint)
     latency_s: float = 0.0
 
     @property

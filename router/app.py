@@ -26,7 +26,7 @@ class EngineArgs(BaseModel):
     device: str = Field("cpu", description="torch device for the model, e.g. cpu or cuda.")
     threads: int | None = Field(1, ge=1, description="torch intra-op threads per replica (null: torch's default).")
     lane_threads: int = Field(
-        1, ge=1, le=2, description="Decode threads of a replica serving canvases and tokens (engines/scheduler.py): 1 steps the two "
+        1, ge=1, le=2, description="Decode threads of a replica serving canvases and tokens (engines/replica/scheduler.py): 1 steps the two "
                                    "lanes in turn (a GPU: one stream); 2 gives each lane a thread of its own (a CPU with a core per lane).")
     canvas_nice: int = Field(
         0, ge=0, le=19, description="With lane_threads 2: how much lower the canvas lane's thread runs in the OS scheduler (Linux "
@@ -38,18 +38,18 @@ class EngineArgs(BaseModel):
     prefix_cache_tokens: int = Field(
         PREFIX_CACHE_TOKENS, ge=0, description="Prompt-head tokens whose KV each replica keeps for reuse (system prompt, tools, earlier turns); 0: off.")
     quantization: Literal["none", "fp8"] = Field(
-        "none", description="Weights' storage (engines/quantization.py): none, or fp8 (float8 e4m3, a scale per row; FP8 GEMMs on GPUs "
+        "none", description="Weights' storage (engines/model/quantization.py): none, or fp8 (float8 e4m3, a scale per row; FP8 GEMMs on GPUs "
                             "of compute capability 8.9 and up, weight-only elsewhere); fp8 needs the optional torchao (tandem[fp8]).")
     compile: Literal["off", "on", "auto"] = Field(
-        "off", description="Compiled canvas steps (engines/compiled.py): off (eager, the reference), on, or auto (on for CUDA devices). "
+        "off", description="Compiled canvas steps (engines/batch/compiled.py): off (eager, the reference), on, or auto (on for CUDA devices). "
                            "Each new shape compiles on first use (10-60 s on a CPU) until the static cache bounds them: opt-in for now.")
     stop_check_every: int = Field(
-        1, ge=1, description="Denoising steps between the host's reads of a canvas's stop flags (engines/canvas.py); 1 reads after "
+        1, ge=1, description="Denoising steps between the host's reads of a canvas's stop flags (engines/decode/canvas_settings.py); 1 reads after "
                              "every step (the library's loop); more never waits on the device inside a canvas, at up to that many "
                              "minus one extra steps.")
     sure_entropy: float | None = Field(
         None, gt=0, description="Verified mode: a row alone drafts only where the entropy (nats) of AR's next-token choice is under this; "
-                                "null: engines.drafting.SURE_ENTROPY, measured on the shipped model (another checkpoint may want its own).")
+                                "null: engines.modes.verified_drafting.SURE_ENTROPY, measured on the shipped model (another checkpoint may want its own).")
 
 
 class AppArgs(BaseModel):
@@ -97,7 +97,7 @@ def application(args: dict | None = None, gateway_replicas: int = 1):
     (`start_app`), which otherwise sets every deployment's replicas."""
     from ray import serve
 
-    from engines.deployment import EngineDeployment
+    from engines.replica.deployment import EngineDeployment
     from router.gateway.orchestration import Gateway
     from router.gateway.ingress import api
 

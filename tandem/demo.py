@@ -1,7 +1,7 @@
 """`tandem demo`: decode one chat prompt in block, verified and AR mode and print what each cost.
 
 The default prompt is a structured job, as an agent sends it: a message and a JSON schema. Block
-mode seeds its canvas with the schema's skeleton (engines.seeded) and denoises only the values;
+mode seeds its canvas with the schema's skeleton (engines.modes.seeded) and denoises only the values;
 AR and verified mode decode under the schema's grammar. `--free` decodes the prompt as free text.
 """
 

@@ -75,7 +75,7 @@ def check_checkpoint(path: str | None, dtype: str = "float32", device: str = "cp
                      "train or copy a checkpoint there (the shipped tiny model: `tandem train`), or point "
                      "$TANDEM_CHECKPOINT / --checkpoint at a DiffusionGemma directory")
     try:
-        from engines.loading import load_checkpoint
+        from engines.model.loading import load_checkpoint
 
         loaded = load_checkpoint(where, dtype=dtype, device=device)
     except Exception as exc:
@@ -166,7 +166,7 @@ def running_tandem(port: int) -> str | None:
 def check_compile_cache() -> Check:
     """Whether torch's on-disk compile cache holds compiled graphs (engine.compile: on reuses them, so
     a replica that restarts on this machine does not compile again). Cold is not a failure:
-    compiling is opt-in (engines/compiled.py)."""
+    compiling is opt-in (engines/batch/compiled.py)."""
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     root = Path(cache_dir())

@@ -66,7 +66,7 @@ def _lazy_shape_or(module: str):
     """`tandem bench engines`: the checkpoint benchmark, or with --shape the random-weight one."""
     def run(args):
         if args.shape and args.text_overrides:  # checked before minutes of building: a misspelt field is a usage error
-            from engines.shapes import shape_config
+            from lab.model.shapes import shape_config
 
             try:
                 shape_config(args.shape, 1, **args.text_overrides)
@@ -90,21 +90,21 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--modes", default="reference,block,ar,verified", help="comma-separated subset to run (reference and ar are needed)")
     p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")
     p.add_argument("--acceptance-from", type=_existing_file, default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
-    p.add_argument("--shape", choices=["26b-a4b"], default=None, help="a random-weight model of a published checkpoint's shapes instead of a checkpoint (engines/configs)")
+    p.add_argument("--shape", choices=["26b-a4b"], default=None, help="a random-weight model of a published checkpoint's shapes instead of a checkpoint (lab/model/configs)")
     p.add_argument("--layers", type=_bounded(int, 1), default=None, help="with --shape: decoder layers (default: all of the checkpoint's)")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="bfloat16", help="with --shape: weight dtype")
     p.add_argument("--device", default="cpu", help="with --shape: cpu or cuda[:N]")
     p.add_argument("--batches", type=_batch_sizes, default=None, help="with --shape: comma-separated batch sizes (default 1,8)")
     p.add_argument("--text-overrides", type=_json_object, default={},
                    help="with --shape: text-config fields to override, as JSON (a narrow model: the GPU check's CPU dry run)")
-    p.add_argument("--quantization", choices=["none", "fp8"], default="none", help="with --shape: the weights' storage (engines/quantization.py)")
+    p.add_argument("--quantization", choices=["none", "fp8"], default="none", help="with --shape: the weights' storage (engines/model/quantization.py)")
     p.add_argument("--compile-compare", action="store_true",
                    help="eager and compiled model calls side by side: tok/s, operator dispatches per call, host syncs, identity")
     p.add_argument("--stop-check-every", type=_bounded(int, 1), default=None,
                    help="with --compile-compare: denoising steps between reads of the stop flags (default 1; 4 with --shape)")
     p.add_argument("--dense-experts-max-rows", type=_bounded(int, 0), default=None,
                    help="with --compile-compare: the compiled path's bound on tokens x experts for the dense experts path "
-                        "(engines/experts.py; 0: never dense, a large number: dense for every call the gathered path does not take)")
+                        "(engines/model/experts.py; 0: never dense, a large number: dense for every call the gathered path does not take)")
     p.set_defaults(func=_lazy_shape_or("tandem.bench.engines"))
 
 

@@ -106,7 +106,7 @@ def tiny_checkpoint(tmp_path_factory):
 def engine(tiny_checkpoint):
     from engines import DiffusionEngine
 
-    # TANDEM_TEST_COMPILE=on runs every engine test on compiled model calls (engines/compiled.py)
+    # TANDEM_TEST_COMPILE=on runs every engine test on compiled model calls (engines/batch/compiled.py)
     return DiffusionEngine.from_checkpoint(tiny_checkpoint, compile=os.environ.get("TANDEM_TEST_COMPILE", "off"))
 
 
@@ -129,11 +129,11 @@ def inference():
 @pytest.fixture
 def drafts_anywhere(monkeypatch):
     """Verified mode drafts whatever AR's doubt. A row alone drafts only where AR is sure of its next
-    token (engines.drafting.SURE_ENTROPY), and the random model is unsure of every token (its
+    token (engines.modes.verified_drafting.SURE_ENTROPY), and the random model is unsure of every token (its
     entropy is near log V), so without this it would never draft: tests of drafting on it use this."""
-    import engines.verified
+    import engines.modes.verified
 
-    monkeypatch.setattr(engines.verified, "SURE_ENTROPY", float("inf"))
+    monkeypatch.setattr(engines.modes.verified, "SURE_ENTROPY", float("inf"))
 
 
 # ---- Redis (real; tests fail, not skip, without it) ------------------------------------------------

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from engines.engine import DiffusionEngine
+from engines.replica.engine import DiffusionEngine
 from lab.model.tasks import FAMILIES, LONG_FAMILIES, OPEN_FAMILIES, SHORT_FAMILIES, TaskItem, generate_suite, score
 from engines.defaults import CANVAS_SIZES, SHIPPED_CHECKPOINT
 from lab.model.train import canvas_size_for

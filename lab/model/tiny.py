@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerFast
 
-from engines.tokenizer import END_OF_IMAGE, END_OF_TURN, IMAGE, START_OF_IMAGE, train_tokenizer
+from lab.model.tokenizer import END_OF_IMAGE, END_OF_TURN, IMAGE, START_OF_IMAGE, train_tokenizer
 
 _CORPUS = [
     "The quick brown fox jumps over the lazy dog. Extract the name and the city as JSON.",
@@ -92,7 +92,7 @@ def init_qk_norms(model: DiffusionGemmaForBlockDiffusion) -> None:
 
 def build_tiny_model(seed: int = 0, **config_kwargs) -> tuple[DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerFast]:
     """A random tiny DiffusionGemma in eval mode, with a generation config that knows its eos/pad ids."""
-    from engines.loading import default_generation_config
+    from engines.model.loading import default_generation_config
 
     tokenizer = tiny_tokenizer()
     config = tiny_config(tokenizer, **config_kwargs)

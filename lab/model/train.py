@@ -251,7 +251,7 @@ def skeleton_canvas(tokenizer, item: TaskItem, size: int) -> tuple[list[int], li
     """(clean canvas, fixed mask) of a structured item laid out as serving seeds it, or None when
     its answer does not fit `size` (the row then trains on the plain canvas)."""
     from engines.skeleton import template_for_schema, template_for_tool_choice
-    from engines.skeleton_canvas import layout_for_answer
+    from engines.modes.seeded_layout import layout_for_answer
 
     if "tool" in item.meta:  # as the gateway seeds a required call: one tool's whole call, or the name among several
         template = template_for_tool_choice([(t["name"], t["parameters"]) for t in item.tools])
@@ -287,7 +287,7 @@ def losses(model: DiffusionGemmaForBlockDiffusion, batch: Batch, cfg: TrainConfi
     dev = batch.canvas.device
     t = cfg.t_floor + (1 - cfg.t_floor) * torch.rand(B, generator=gen)  # on the CPU, as `gen`
     noisy = corrupt(batch.canvas, t, vocab, gen)  # (B, C)
-    if batch.fixed is not None:  # a skeleton is given clean, and is certain to self-conditioning (as in engines.seeded)
+    if batch.fixed is not None:  # a skeleton is given clean, and is certain to self-conditioning (as in engines.modes.seeded)
         noisy = torch.where(batch.fixed, batch.canvas, noisy)
         certain = torch.full((B, C, vocab), float("-inf"), device=dev).scatter_(-1, batch.canvas[..., None], 0.0)
     dec_mask = torch.cat([batch.attention_mask[:, : batch.context_len], torch.ones(B, C, dtype=torch.long, device=dev)], dim=1)
@@ -335,7 +335,7 @@ def lr_at(step: int, cfg: TrainConfig, elapsed_s: float = 0.0) -> float:
 
 
 def build_tokenizer(cfg: TrainConfig):
-    from engines.tokenizer import train_tokenizer
+    from lab.model.tokenizer import train_tokenizer
 
     texts = []
     render = None
@@ -353,7 +353,7 @@ def build_tokenizer(cfg: TrainConfig):
 
 
 def build_model(tokenizer, cfg: TrainConfig) -> DiffusionGemmaForBlockDiffusion:
-    from engines.loading import default_generation_config
+    from engines.model.loading import default_generation_config
     from lab.model.tiny import init_qk_norms, tiny_config
 
     config = tiny_config(tokenizer, canvas_length=cfg.canvas_length, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
@@ -368,7 +368,7 @@ def build_model(tokenizer, cfg: TrainConfig) -> DiffusionGemmaForBlockDiffusion:
 def save_checkpoint(model, tokenizer, out: Path, max_shard_size: str | None = None) -> None:
     """The shippable part: safetensors weights (in files of at most `max_shard_size` each, with an
     index, when given), config, generation config, tokenizer."""
-    from engines.loading import default_generation_config
+    from engines.model.loading import default_generation_config
 
     out.mkdir(parents=True, exist_ok=True)
     model.generation_config = default_generation_config(model.config)

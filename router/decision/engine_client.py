@@ -1,6 +1,6 @@
 """`EngineClient`: everything the router side asks an engine, as one typed interface (as Ray Serve
 LLM's `LLMEngine`), and `HandleClient`, that interface over a Ray Serve `DeploymentHandle` to an
-`engines.deployment.EngineDeployment`.
+`engines.replica.deployment.EngineDeployment`.
 
 The gateway (failover, shadow verification, /admin/stats) and the routing view (polls, the cost
 profile and limits) hold `EngineClient`s only, so none of them spells a handle's `.remote` or

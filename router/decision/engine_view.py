@@ -26,7 +26,7 @@ class EngineView:
     # (mode, task) -> observed / estimated time of that mode's recent requests of that task sent at
     # its present load, once there are enough of them (TASK_EVIDENCE); it replaces `calibration` for such requests
     by_task: dict[tuple[str, str], float] = field(default_factory=dict)
-    prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.prefix_cache)
+    prefix_reuse: float = 0.0  # share of looked-up prefix tokens its prefix cache served (engines.batch.prefix_cache)
     # block engine: DraftKey (task, block expected to agree) -> share of verified's output tokens its
     # drafts wrote lately, once there are enough requests (TASK_EVIDENCE); the cost model prices
     # verified by it (engines.cost.decode_ms)
@@ -38,12 +38,12 @@ class EngineView:
     idle: bool = True
     seen: frozenset[str] = frozenset()
     # An engine that serves canvas modes and AR at once (the shared layout): its scheduler gives the
-    # modes with work equal turns at one decode thread, a step at a time (engines.running_batch.pick), so
+    # modes with work equal turns at one decode thread, a step at a time (engines.replica.lanes.pick), so
     # a request there waits for the other kind's steps too (`router.decision.pricing.turns_ms`).
     # Empty on an engine of one kind of work (the split layout), whose prices stay as they were.
     by_mode: dict[str, int] = field(default_factory=dict)  # mode -> its requests there now, waiting or decoding
     step_ms: dict[str, float] = field(default_factory=dict)  # mode -> ms per decode step there lately, measured under the present mix
-    lanes_apart: bool = False  # each lane decodes on a thread of its own (engines.scheduler lane_threads 2): no turns taken
+    lanes_apart: bool = False  # each lane decodes on a thread of its own (engines.replica.scheduler lane_threads 2): no turns taken
     tokens_work_ms: float | None = None  # the tokens lane's work ahead there (AR, verified): the end of its longest request this gateway has in flight
 
     def factor(self, mode: str, task: str | None) -> float:
@@ -66,7 +66,7 @@ def prefix_reuse(stats: dict) -> float:
 
 def step_ms(before: dict | None, now: dict) -> dict[str, float]:
     """Milliseconds per decode step of each mode between two load polls' scheduler counters (`steps`,
-    `decode_s`: engines.scheduler.SchedulerStats), for the modes that stepped in between (with no
+    `decode_s`: engines.replica.scheduler.SchedulerStats), for the modes that stepped in between (with no
     earlier poll: since the replica started)."""
     steps, seconds = now.get("steps") or {}, now.get("decode_s") or {}
     steps0, seconds0 = (before or {}).get("steps") or {}, (before or {}).get("decode_s") or {}

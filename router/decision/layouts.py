@@ -4,7 +4,7 @@
   commit pass), `AREngine` serves AR: two copies of the weights, each deployment scaled by Ray
   on its own; two CPU cores decode two modes at once.
 - **shared**: one `SharedEngine` serves all three from one copy of the weights; its scheduler
-  interleaves the modes' batches step by step (engines.scheduler). A replica that dies takes
+  interleaves the modes' batches step by step (engines.replica.scheduler). A replica that dies takes
   every mode with it, so there is no other engine to fail over to: another replica of it, or a 503.
 
 The gateway, the routing view and the router read the engine of a mode from the layout, never

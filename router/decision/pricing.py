@@ -83,7 +83,7 @@ def turns_ms(mode: str, own_ms: float, engine: EngineView) -> float:
     """Milliseconds a shared replica's decode thread spends on the other lane (canvases for a verified
     or AR request, tokens for a canvas one) while a `mode` request's own work (`own_ms`) is done
     there; 0 on an engine of one lane's modes (the split layout's AR engine; its block engine is
-    priced as one serial server by its backlog). The scheduler's fairness rule (engines.scheduler):
+    priced as one serial server by its backlog). The scheduler's fairness rule (engines.replica.scheduler):
     every mode with work gets an equal share of decode time, a step at a time, and a step that served
     several modes' rows is charged to each in part. So a lane with k of the busy modes gets k of
     their shares: beside k modes of its own lane, each busy mode of the other lane takes `own_ms` / k

@@ -23,7 +23,7 @@ The rules, in order (docs/policies.md says what each policy field means):
 7. `cost_aware`: with load_aware.cost_aware and a cost profile, a mode of equal quality estimated
    min_gain times faster (`Router.faster_at_equal_quality` says which modes count as equal).
 8. `skeleton`: an answer with a fixed skeleton (a json_schema, a tool to call), unless forced, goes
-   to skeleton_mode (block seeds its canvas with the skeleton: `engines.seeded`), but block only
+   to skeleton_mode (block seeds its canvas with the skeleton: `engines.modes.seeded`), but block only
    while the agreement head does not expect it to answer worse than AR and, where cost_aware can
    price modes (`prices`: load_aware.cost_aware, a view and a cost profile), while it is expected
    to finish no later than constrained_mode at the current load; otherwise constrained_mode, whose

@@ -145,7 +145,7 @@ async def recent_decisions(after: str = "", limit: int = Query(200, ge=1, le=FEE
 
 @admin.get("/stats")
 async def stats(gw=Depends(require_admin)):
-    from engines.deployment import ray_node, rss_mb
+    from engines.replica.deployment import ray_node, rss_mb
     from router.gateway import decisions_log
 
     loads = {}

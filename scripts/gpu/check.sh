@@ -4,7 +4,7 @@
 # and 16 beside the library's generate() -> $OUT/gpu_26b_a4b.json; then eager against compiled canvas
 # steps (tok/s, ms per call, operator dispatches, host reads, peak memory, identity)
 # -> $OUT/gpu_26b_a4b_compile.json; then the compiled path with the dense experts path at every size
-# (engines/experts.py; by default a 256-token canvas takes the grouped path) -> $OUT/gpu_26b_a4b_dense.json;
+# (engines/model/experts.py; by default a 256-token canvas takes the grouped path) -> $OUT/gpu_26b_a4b_dense.json;
 # then FP8 weights: block and AR at batch 1 -> $OUT/gpu_26b_a4b_fp8.json, their logit error against bf16
 # -> $OUT/gpu_fp8_error.json; then the shared replica, each mode alone and mixed -> $OUT/gpu_26b_a4b_shared.json.
 # Each part is bounded (MODES_LIMIT, COMPILE_LIMIT, DENSE_LIMIT, FP8_LIMIT, FP8_ERROR_LIMIT, SHARED_LIMIT
@@ -23,7 +23,7 @@ source scripts/gpu/env.sh  # PY: a Python with torch, transformers and the rest 
 DEVICE=$("$PY" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 if [ "$DEVICE" = cpu ]; then
   # A dry run: 2 layers (CHECK_LAYERS), batches 1 and 2. CHECK_TEXT_OVERRIDES (JSON) narrows the model
-  # further and CHECK_MODES / CHECK_BATCHES pick a subset: what tests/engines/test_gpu_check.py runs.
+  # further and CHECK_MODES / CHECK_BATCHES pick a subset: what tests/scripts/test_gpu_check.py runs.
   LAYERS=${CHECK_LAYERS:-2}
   echo "gpu check: no CUDA device; a dry run on the CPU at $LAYERS layer(s)" >&2
   BATCHES=${CHECK_BATCHES:-1,2}; EXTRA=(--quick --dtype float32 --text-overrides "${CHECK_TEXT_OVERRIDES:-{\}}")
@@ -48,7 +48,7 @@ part compile-compare "${COMPILE_LIMIT:-240}" "${BENCH[@]}" --compile-compare --m
 # the dense experts path at batch 1 (graph-safe, 16x the experts' FLOPs): against the grouped path above
 part dense-experts "${DENSE_LIMIT:-90}" "${BENCH[@]}" --compile-compare --quick --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \
   --batches 1 --modes block "${EXTRA[@]}" --dense-experts-max-rows 100000000 --json "$OUT/gpu_26b_a4b_dense.json" | tee "$OUT/gpu_26b_a4b_dense.txt"
-# FP8 weights (engines/quantization.py: FP8 GEMMs from compute capability 8.9, weight-only below and on
+# FP8 weights (engines/model/quantization.py: FP8 GEMMs from compute capability 8.9, weight-only below and on
 # CPUs): block and AR at batch 1 on them (block against vLLM's 1,757 tok/s), then their logit error
 # against bf16 on the same random weights and the shipped model's task scores (bench fp8)
 part fp8-modes "${FP8_LIMIT:-90}" "${BENCH[@]}" --modes "${CHECK_FP8_MODES:-block,ar}" --shape 26b-a4b --layers "$LAYERS" --device "$DEVICE" \

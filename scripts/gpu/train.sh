@@ -10,7 +10,7 @@
 #   scripts/gpu/wheels.sh                 # here: the wheels a machine without network needs
 #   scripts/gpu/train.sh [OUT]            # there
 # TANDEM_TRAIN_DRY=1: a toy run on the CPU in seconds (tiny model, a few steps, one item per family),
-# what tests/engines/test_gpu_train.py runs. Knobs (env): TRAIN_MINUTES, COPY_FIRST (steps on copy alone), INIT (start from a
+# what tests/scripts/test_gpu_train.py runs. Knobs (env): TRAIN_MINUTES, COPY_FIRST (steps on copy alone), INIT (start from a
 # checkpoint of the same size instead of from scratch), WORKERS, EVAL_LIMIT (seconds), BASELINE (the checkpoint
 # eval.json compares with; empty: none), TANDEM_GPU_VENV, TANDEM_TRAIN_RUN (keep the run directory there).
 set -euo pipefail

@@ -1,7 +1,7 @@
 """`tandem bench engines --compile-compare`: eager and compiled model calls side by side, one process.
 
 For each mode (block, AR, verified) and batch size, the same requests run on the eager model and
-then on the same weights with their calls compiled (`engines.compiled`), alternating over repeats
+then on the same weights with their calls compiled (`engines.batch.compiled`), alternating over repeats
 so that machine noise hits both alike. Per record:
 
 - `tokens_per_s`: output tokens per second of wall time (after a warm-up that pays for compiling);
@@ -9,7 +9,7 @@ so that machine noise hits both alike. Per record:
   sees during one decode, divided by the batch's model calls: the sampler's work included);
 - `syncs_per_canvas`: host reads of device data (`_local_scalar_dense`, which `item()` and truth
   tests end in, and `nonzero`) inside a canvas's steps, per canvas (block, verified), plus the
-  stop-flag reads (`engines.canvas.StopFlags`, a `tolist()` the profiler does not see); for AR,
+  stop-flag reads (`engines.decode.canvas_settings.StopFlags`, a `tolist()` the profiler does not see); for AR,
   every host read of the decode per token. Reported apart: `moe_reads_per_call`, the group offsets
   torch's CPU grouped-GEMM kernel reads for the mixture of experts (on CUDA it reads them on the
   device), and `other_reads_per_canvas`, reads outside the steps (masks built once per canvas,
@@ -33,10 +33,10 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from engines import experts
-from engines.canvas import StopFlags
-from engines.compiled import compile_model, use_eager
-from engines.engine import DiffusionEngine
+from engines.model import experts
+from engines.decode.canvas_settings import StopFlags
+from engines.batch.compiled import compile_model, use_eager
+from engines.replica.engine import DiffusionEngine
 from engines.types import GenerationRequest, GenerationResult
 
 MODES = ("block", "ar", "verified")
@@ -50,7 +50,7 @@ class Workload:
     canvas: int  # block canvas (one per request)
     steps: int  # denoising steps per canvas
     tokens: int  # AR and verified answer length
-    stop_check_every: int  # engines.canvas.StopFlags
+    stop_check_every: int  # engines.decode.canvas_settings.StopFlags
 
 
 def requests(mode: str, prompts: list[list[int]], w: Workload, seed: int) -> list[GenerationRequest]:
@@ -107,7 +107,7 @@ def counted(engine: DiffusionEngine, mode: str, reqs: list[GenerationRequest]) -
 
 def measure(engine: DiffusionEngine, prompts: list[list[int]], batches: tuple[int, ...], w: Workload,
             repeats: int, save=lambda records: None, modes: tuple[str, ...] = MODES) -> list[dict]:
-    """Every mode and batch, eager and compiled on the same weights (`engines.compiled` switches the
+    """Every mode and batch, eager and compiled on the same weights (`engines.batch.compiled` switches the
     model's calls), the two paths alternating over `repeats` timed runs after one warm-up each (the
     compiled warm-up pays for compiling). A part that fails is recorded with its error and the rest
     goes on; `save` gets the records so far after every part (a GPU run keeps what it measured if a

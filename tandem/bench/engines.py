@@ -20,10 +20,10 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from engines.batch import SequenceBatch
-from engines.prefill import left_pad
+from engines.batch.sequence_batch import SequenceBatch
+from engines.batch.prefill import left_pad
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.engine import DiffusionEngine
+from engines.replica.engine import DiffusionEngine
 from engines.errors import InvalidRequestError
 from engines.types import GenerationRequest
 

@@ -141,7 +141,7 @@ def main(args: argparse.Namespace) -> int:
     import torch
 
     from engines.defaults import default_checkpoint
-    from engines.engine import DiffusionEngine
+    from engines.replica.engine import DiffusionEngine
 
     torch.set_num_threads(args.threads)
     engine = DiffusionEngine.from_checkpoint(args.checkpoint or default_checkpoint())

@@ -1,4 +1,4 @@
-"""`tandem bench fp8`: FP8 weights (engines/quantization.py, `engine.quantization: fp8`) against
+"""`tandem bench fp8`: FP8 weights (engines/model/quantization.py, `engine.quantization: fp8`) against
 bfloat16 on the same weights, in one run.
 
 - **the shipped checkpoint**: the logits teacher-forced over the task suite's test prompts (the most
@@ -24,7 +24,7 @@ from engines.defaults import SHIPPED_CHECKPOINT
 if TYPE_CHECKING:  # the model code loads when a benchmark runs, not when the CLI builds its parser
     import torch
 
-    from engines.engine import DiffusionEngine
+    from engines.replica.engine import DiffusionEngine
 
 MB = 1 << 20
 
@@ -33,7 +33,7 @@ def logits(engine: DiffusionEngine, ids: list[int]) -> torch.Tensor:
     """Next-token logits (L, V) at every position of `ids`, teacher-forced."""
     import torch
 
-    from engines.batch import SequenceBatch
+    from engines.batch.sequence_batch import SequenceBatch
 
     with torch.inference_mode():
         return SequenceBatch(engine.model, 1, engine.model.device).encode(torch.tensor([ids], device=engine.model.device), logits="all")[0]
@@ -49,14 +49,14 @@ def logit_error(reference: list[torch.Tensor], other: list[torch.Tensor]) -> dic
 
 
 def size(model) -> dict:
-    from engines.quantization import weight_bytes
+    from engines.model.quantization import weight_bytes
 
     b = weight_bytes(model)
     return {"float8_mb": round(b["float8"] / MB, 2), "other_mb": round(b["other"] / MB, 2), "total_mb": round((b["float8"] + b["other"]) / MB, 2)}
 
 
 def shipped(checkpoint: str, n: int) -> dict:
-    from engines.engine import DiffusionEngine
+    from engines.replica.engine import DiffusionEngine
     from engines.types import GenerationRequest
     from lab.model.evaluate import evaluate, short_mean
     from lab.model.tasks import TASK_FAMILIES, generate_suite
@@ -75,7 +75,7 @@ def shipped(checkpoint: str, n: int) -> dict:
 
 
 def shapes(shape: str, layers: int, prompts: int, length: int, device: str = "cpu", **text_overrides) -> dict:
-    from engines.quantization import quantize_weights
+    from engines.model.quantization import quantize_weights
     from tandem.bench.shape import prompts as random_prompts, shaped_engine
 
     engine = shaped_engine(shape, layers, "bfloat16", device, **text_overrides)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from engines.defaults import SHIPPED_CHECKPOINT
 
 if TYPE_CHECKING:  # the model code loads when the benchmark runs, not when the CLI builds its parser
-    from engines.engine import DiffusionEngine
-    from engines.scheduler import Scheduler
+    from engines.replica.engine import DiffusionEngine
+    from engines.replica.scheduler import Scheduler
 
 MODES = ("block", "verified", "ar")
 
@@ -54,13 +54,13 @@ def workload(args) -> tuple[DiffusionEngine, list[dict]]:
     """The engine and each request's fields: the suite's test prompts, or random token ids at a shape."""
     if args.shape:
         from tandem.bench.shape import prompts, shaped_engine
-        from engines.quantization import quantize_weights
+        from engines.model.quantization import quantize_weights
 
         engine = shaped_engine(args.shape, args.layers, args.dtype, args.device, **args.text_overrides)
         quantize_weights(engine.model, args.quantization)
         return engine, [{"prompt": ids, "max_new_tokens": args.max_tokens, "stop_token_ids": []}
                         for ids in prompts(args.requests or args.n * 11, 64, engine.vocab_size)]
-    from engines.engine import DiffusionEngine
+    from engines.replica.engine import DiffusionEngine
     from lab.model.tasks import TASK_FAMILIES, generate_suite
 
     engine = DiffusionEngine.from_checkpoint(args.checkpoint or str(SHIPPED_CHECKPOINT), dtype=args.dtype, device=args.device,
@@ -71,7 +71,7 @@ def workload(args) -> tuple[DiffusionEngine, list[dict]]:
 
 
 async def rounds(engine: DiffusionEngine, requests: list[dict], args) -> list[dict]:
-    from engines.scheduler import Scheduler, SchedulerConfig
+    from engines.replica.scheduler import Scheduler, SchedulerConfig
 
     config = SchedulerConfig(max_batch_size=args.max_batch_size, max_queue=4 * len(requests) * len(MODES),
                              lane_threads=args.lane_threads, canvas_nice=args.canvas_nice)

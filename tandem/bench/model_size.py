@@ -26,7 +26,7 @@ import torch
 from transformers import AutoTokenizer
 
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.engine import DiffusionEngine
+from engines.replica.engine import DiffusionEngine
 from engines.types import GenerationRequest
 from tandem.bench.engines import bench_prompts, measure
 from lab.model.train import TrainConfig, build_model

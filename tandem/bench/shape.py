@@ -1,7 +1,7 @@
 """`tandem bench engines --shape 26b-a4b`: every mode at a published checkpoint's shapes, random weights.
 
-Nothing here can download DiffusionGemma-26B-A4B, so its shapes (engines/configs) are built with
-random weights (engines/shapes.py), at reduced depth on a CPU (`--layers 2`) or in full on a GPU.
+Nothing here can download DiffusionGemma-26B-A4B, so its shapes (lab/model/configs) are built with
+random weights (lab/model/shapes.py), at reduced depth on a CPU (`--layers 2`) or in full on a GPU.
 What it measures per mode and batch: output tokens per second, milliseconds per model call, and
 peak memory of the step loop with the model included (resident memory on a CPU, the CUDA
 allocator's peak on a GPU), beside one (batch, canvas, vocab) fp32 logits tensor, the unit the
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from engines.engine import DiffusionEngine
-from engines.loading import DTYPES, LoadedModel, default_generation_config
-from engines.quantization import quantize_weights
-from engines.shapes import build_random_model, parameter_counts, shape_config
+from engines.replica.engine import DiffusionEngine
+from engines.model.loading import DTYPES, LoadedModel, default_generation_config
+from engines.model.quantization import quantize_weights
+from lab.model.shapes import build_random_model, parameter_counts, shape_config
 from tandem.bench.peak_memory import MB, peak_memory
 from engines.types import GenerationRequest
 
@@ -129,7 +129,7 @@ def block_step_flops(engine: DiffusionEngine, batch: int) -> float:
     """FLOPs of one block-mode decoder step at `batch` on a full canvas (torch's FLOP counter)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from engines.batch import SequenceBatch
+    from engines.batch.sequence_batch import SequenceBatch
 
     text, device = engine.config.text_config, engine.model.device
     # torch's FLOP counter asserts on SDPA with grouped-query shapes (fewer KV heads than query
@@ -170,7 +170,7 @@ def main(args) -> int:
         return 2
     t0 = time.perf_counter()
     engine = shaped_engine(args.shape, args.layers, dtype, device, **getattr(args, "text_overrides", {}))  # overrides: tests
-    quantize_weights(engine.model, getattr(args, "quantization", "none"))  # fp8: engines/quantization.py
+    quantize_weights(engine.model, getattr(args, "quantization", "none"))  # fp8: engines/model/quantization.py
     built_s = time.perf_counter() - t0
     model_mb = sum(p.numel() * p.element_size() for p in {id(p): p for p in engine.model.parameters()}.values()) / MB
     counts = parameter_counts(engine.model)

@@ -382,7 +382,7 @@ def mask_cost(checkpoint: str | None, cases: dict[str, list[Case]], reps: int, s
     import torch
 
     from engines.defaults import default_checkpoint
-    from engines.engine import DiffusionEngine
+    from engines.replica.engine import DiffusionEngine
     from lab.model.tasks import tool_call_text
 
     torch.set_num_threads(1)  # as each engine replica runs (router.app: threads 1)

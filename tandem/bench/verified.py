@@ -5,7 +5,7 @@ trained to draft) and the hand-written realistic prompts of `tests/data/realisti
 (short structured jobs, free text, long writing; no template wrote them). At batch 1 every prompt
 runs in AR and in verified mode alternately (every other time verified first), `--repeat` times,
 and each takes its median; at batch 8 the workload's prompts run in chunks of 8 the same way. Beside them runs
-*plain AR*: AR without prompt-lookup guesses (`engines.lookup`), one token per call, what AR mode was
+*plain AR*: AR without prompt-lookup guesses (`engines.modes.ar_lookup`), one token per call, what AR mode was
 before them. The table gives verified's time over AR's per prompt, whether the tokens are identical (they must be, under greedy decoding) and
 where verified's tokens came from (accepted drafts, AR steps, prompt-lookup guesses); the summary gives, per workload,
 the worst ratio and the total-time speedup.
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import torch
 
-from engines.batch import SequenceBatch
-from engines.prefill import left_pad
-from engines.block import denoise_canvas
-from engines.canvas import BlockParams
+from engines.batch.sequence_batch import SequenceBatch
+from engines.batch.prefill import left_pad
+from engines.modes.block import denoise_canvas
+from engines.decode.canvas_settings import BlockParams
 from engines.cost import CostProfile
-from engines.sampling import make_generator
+from engines.decode.sampling import make_generator
 from tandem.bench.engines import load_engine
 from engines.types import GenerationRequest
 

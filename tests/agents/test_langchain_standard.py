@@ -3,7 +3,7 @@ Tandem: invoke, stream, batch, usage, stop, tool calling, tool choice, agent loo
 output (json_schema and function calling) and JSON mode, exactly as LangChain runs it.
 
 Configuration, and why: `max_tokens` 160 keeps the suite's time bounded on a CPU (a JSON answer
-is still complete: engines.constraint closes it before the budget); `has_tool_choice` is True (Tandem honours tool_choice, so the tests that
+is still complete: engines.grammar.constraint closes it before the budget); `has_tool_choice` is True (Tandem honours tool_choice, so the tests that
 force a call ask for "any"); images, PDFs and audio are off (a text-only model).
 Every test of the suite runs unchanged, the ones that check the values copied into a tool call
 included (the 3 of "magic_function(3)", a customer's Chinese and Japanese names): the embedded

@@ -58,7 +58,7 @@ def serve_app(app_checkpoint, redis_url, tmp_path_factory):
             "key_prefix": prefix,
             "telemetry": f"file:{spans}",
             "request_timeout_s": 60,
-            # the random model is unsure of every token: let verified draft anyway (engines.drafting.SURE_ENTROPY)
+            # the random model is unsure of every token: let verified draft anyway (engines.modes.verified_drafting.SURE_ENTROPY)
             "engine": {"threads": 1, "max_batch_size": 4, "max_queue": 16, "sure_entropy": 100.0},
         },
         ready_timeout_s=420,  # a busy CI machine starts Ray slowly (minutes with both cores loaded)

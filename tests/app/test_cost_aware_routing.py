@@ -17,7 +17,7 @@ GUARD_S = 60.0  # deadlock guard for each wait below (each took seconds here)
 MOVED_GUARD_S = 150.0  # the wait for a moved label: a try that lands between waves waits behind AR's long answers
 LOAD_ROWS = 8  # concurrent long AR requests: the engine's batch of 4, and 4 queued behind it
 LOAD_TOKENS = 512
-# A near-greedy sample (just over engines.sampling.GREEDY_BELOW): one token per AR step, as prompt
+# A near-greedy sample (just over engines.decode.sampling.GREEDY_BELOW): one token per AR step, as prompt
 # lookup would write the random model's greedy loops in a few passes.
 # `ignore_eos`: every answer as long as asked (sampled, the random model now and then stops early).
 STORY = {"messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 2e-4, "ignore_eos": True}

@@ -30,7 +30,7 @@ import redis
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.engines.test_closer import choices, schemas, tools
+from tests.engines.grammar.test_closer import choices, schemas, tools
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 MODES = ["tandem-block", "tandem-verified", "tandem-ar"]

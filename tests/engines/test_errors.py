@@ -60,8 +60,8 @@ def test_one_bad_request_fails_the_batch_before_any_decoding(engine):
 @pytest.fixture
 def positions_seen(monkeypatch):
     """The highest position any encoder or decoder pass used, over the calls made while it is active."""
-    from engines.batch import SequenceBatch
-    from engines.static_batch import StaticSequenceBatch
+    from engines.batch.sequence_batch import SequenceBatch
+    from engines.batch.static_batch import StaticSequenceBatch
 
     seen = []
 

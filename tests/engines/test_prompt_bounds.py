@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.errors import ContextLengthError
 from engines.prompt_bounds import WINDOW_CHARS, PromptEncoder, PromptLimit, check_chars, max_chars_per_token
-from engines.scheduler import Scheduler, SchedulerConfig
+from engines.replica.scheduler import Scheduler, SchedulerConfig
 from tests.engines.factories import chat
 
 # Pieces that stress a byte-level BPE: multi-byte characters, digits (one token each), runs of

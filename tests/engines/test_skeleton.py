@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from engines.skeleton import Fixed, Slot, fill, slot_values, template_for_schema, template_for_tool_call
-from engines.skeleton_canvas import CanvasLayout, layout_for_answer
+from engines.modes.seeded_layout import CanvasLayout, layout_for_answer
 
 
 NESTED = {

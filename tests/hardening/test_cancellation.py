@@ -17,8 +17,8 @@ from tests.hardening.conftest import admin_stats
 LONG = 3000  # tokens: seconds of decoding on the tiny model (~2.5 ms each alone on an idle VM), beyond the waits below
 LONGEST = 4000  # tokens: as much as the tiny model's 4,096-token context holds after the prompt
 FREED_WITHIN_S = 3.0
-# A near-greedy sample (2e-4, just over engines.sampling.GREEDY_BELOW): one token per step. Greedy
-# AR steps check prompt-lookup guesses (engines.lookup), and the tiny model's long story loops, so
+# A near-greedy sample (2e-4, just over engines.decode.sampling.GREEDY_BELOW): one token per step. Greedy
+# AR steps check prompt-lookup guesses (engines.modes.ar_lookup), and the tiny model's long story loops, so
 # a greedy 4,000-token answer is written in a few hundred passes and ends before the waits below.
 # `ignore_eos`: sampled, the random model writes its end-of-sequence token early now and then (1 answer
 # in 48 within 4,000 tokens, measured), and an answer that ended early was a 200 where the test wants a 503.

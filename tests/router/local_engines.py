@@ -1,5 +1,5 @@
 """Engines for gateway tests without Ray: `LocalEngine`, the `EngineClient` contract over an
-in-process `engines.deployment.EngineDeployment` (what `HandleClient` is over a Ray handle), and
+in-process `engines.replica.deployment.EngineDeployment` (what `HandleClient` is over a Ray handle), and
 `GoneEngine`, an engine whose replica is gone (every call fails as Ray fails calls to a dead
 deployment), so the gateway's failover and health paths run in seconds; `answers_from`, the real
 HTTP routes' answers from a Gateway built over them."""

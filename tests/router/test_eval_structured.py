@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engines.defaults import SHIPPED_CHECKPOINT
-from engines.engine import DiffusionEngine
+from engines.replica.engine import DiffusionEngine
 from engines.skeleton import SCHEMA_INSTRUCTION
 from lab.model.tasks import generate_suite
 from tandem.bench.eval_structured import engine_request, evaluate
@@ -39,7 +39,7 @@ def test_every_answer_under_a_grammar_validates(shipped):
 
 
 def test_a_label_is_one_enum_slot_read_after_one_step(shipped):
-    """The prefill and one step (engines.slot_schedule: an enum with no free slot beside it is read
+    """The prefill and one step (engines.modes.seeded_schedule: an enum with no free slot beside it is read
     at once), on every item. (No quality floor here: the shipped
     checkpoint fills 30 of the first 100 label fields right in seeded block mode, where picking at
     random among each item's choices gets 0.31, and docs/model.md's 0.40 / 0.15 were on 5 items; a
@@ -56,7 +56,7 @@ def label_choices(engine, items) -> list[str]:
 
 
 def test_seeded_label_choices_come_from_the_model(shipped):
-    """A label's enum slot takes the choice the model's logits score highest (engines/seeded.py),
+    """A label's enum slot takes the choice the model's logits score highest (engines/modes/seeded.py),
     so scrambling the weights must change some of the choices on 10 items."""
     import torch
 

@@ -22,7 +22,7 @@ from tests.router.local_engines import GoneEngine, LocalEngine, answers_from
 
 @pytest.fixture(scope="module")
 def engine():
-    from engines.deployment import EngineDeployment
+    from engines.replica.deployment import EngineDeployment
 
     return LocalEngine(EngineDeployment(modes=MODES, max_wait_s=0.001))
 

@@ -25,7 +25,7 @@ ASK = [{"role": "user", "content": "Extract the name as JSON: Alice Smith lives 
 
 @pytest.fixture(scope="module")
 def engine():
-    from engines.deployment import EngineDeployment
+    from engines.replica.deployment import EngineDeployment
 
     return LocalEngine(EngineDeployment(modes=MODES, max_wait_s=0.001))
 

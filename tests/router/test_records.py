@@ -115,7 +115,7 @@ def test_errors_are_counted_and_fed_once_routed():
 
 @pytest.fixture(scope="module")
 def engine():
-    from engines.deployment import EngineDeployment
+    from engines.replica.deployment import EngineDeployment
     from engines.types import MODES
     from tests.router.local_engines import LocalEngine
 

@@ -152,7 +152,7 @@ def test_reasoning_items_are_dropped():
 def test_the_route_answers_what_chat_answers_from_the_gateways_typed_reply(tmp_path):
     """A real Gateway over the shipped tiny engine (in process, no Ray): under greedy decoding the
     Responses route, whole and streamed, carries the chat route's answer, usage, route and headers."""
-    from engines.deployment import EngineDeployment
+    from engines.replica.deployment import EngineDeployment
     from engines.types import MODES
     from router.gateway.orchestration import Gateway
     from tests.router.local_engines import LocalEngine, answers_from
