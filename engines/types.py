@@ -48,6 +48,11 @@ class GenerationRequest:
     top_p: float = 1.0  # nucleus mass kept, in (0, 1]
     top_k: int = 0  # keep the k most likely tokens; 0 keeps all
     stop: list[str] = field(default_factory=list)  # stop strings; excluded from the output text
+    # Under a `grammar`, stop strings never cut the constrained span (engines.decode.rows.Row): they
+    # apply only to a free-text answer the grammar also allows, one that does not begin with this
+    # opener (tool_choice auto: "<tool_call>"). None with a grammar: the whole answer is constrained
+    # (JSON, a required call) and no stop string applies.
+    constrained_opener: str | None = None
     stop_token_ids: list[int] | None = None  # None: the checkpoint's eos ids
     seed: int | None = None  # same seed, same request -> same output in every mode, alone or batched
     # Block mode (and the drafts of verified mode). None takes the checkpoint's generation config.

@@ -1,7 +1,9 @@
 """Per-request decode state: output tokens, stop conditions, incremental text, stats.
 
 Every mode appends tokens through `Row.extend`, so stop tokens, stop strings and
-`max_new_tokens` behave the same in block, verified and AR mode.
+`max_new_tokens` behave the same in block, verified and AR mode. Under a grammar a stop string
+applies only outside the constrained span (a free-text answer under tool_choice auto), never
+inside JSON or a tool call: one rule for every mode, streamed or not.
 """
 
 from __future__ import annotations
@@ -88,9 +90,20 @@ class Row:
         self._update_text()
         return taken
 
+    def _stops(self, text: str) -> list[str]:
+        """The stop strings that may end this answer now: all of them without a grammar; under one,
+        only in a free-text answer (one that cannot be the opener of the constrained span), so a stop
+        string never cuts JSON or a tool call, in any mode (GenerationRequest.constrained_opener)."""
+        if self.constraint is None or not self.request.stop:
+            return self.request.stop
+        opener = self.request.constrained_opener
+        if opener is None or text[: len(opener)] == opener[: len(text)]:  # constrained, or not yet known to be text
+            return []
+        return self.request.stop
+
     def _update_text(self) -> None:
         text = self.decode(self.output)
-        stops = self.request.stop
+        stops = self._stops(text)
         if stops:
             cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
             if cut >= 0:

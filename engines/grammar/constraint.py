@@ -64,9 +64,12 @@ class GrammarTokenizer:
         self.eos = self.tokenizer.eos_token
         self.closer = Closer(self.texts, self.tokenizer.vocab_size, self.eos, set(hf_tokenizer.all_special_ids))
 
-    def constraint(self, grammar: str, max_new_tokens: int) -> "TokenConstraint":
+    def constraint(self, grammar: str, max_new_tokens: int, opener: str | None = None) -> "TokenConstraint":
         """The grammar state of one row. Raises InvalidRequestError (400) before any decoding when the
-        grammar cannot be compiled, allows no answer, or its shortest answer is over max_new_tokens."""
+        grammar cannot be compiled, allows no answer, or its shortest answer is over max_new_tokens;
+        with an `opener` (tool_choice auto: a call or free text), also when the shortest answer that
+        begins with it (the shortest call) does not fit or cannot be found: a call the grammar or the
+        budget rules out would otherwise vanish into an empty or text answer, silently."""
         param = grammar_param(grammar)
         problems = grammar_problems(grammar)
         if problems:
@@ -89,7 +92,31 @@ class GrammarTokenizer:
         if len(path) > max_new_tokens:
             raise InvalidRequestError(f"max_tokens {max_new_tokens} is below the {len(path)} tokens the shortest answer under {what} takes; "
                                       f"ask for at least {len(path)}", param="max_tokens", code="max_tokens_too_small")
+        if opener is not None:
+            self._check_opener(matcher, opener, limit, max_new_tokens, what)
         return TokenConstraint(matcher, self, max_new_tokens, path)
+
+    def _check_opener(self, matcher: llguidance.LLMatcher, opener: str, limit: int, max_new_tokens: int, what: str) -> None:
+        """A 400 unless the shortest answer that begins with `opener` (a tool call under tool_choice
+        auto) fits max_new_tokens: the same refusals as a required call gets."""
+        ids = self.tokenizer.tokenize_str(opener)
+        m = matcher.deep_copy()
+        if not m.consume_tokens(ids):
+            raise InvalidRequestError(f"{what}: the output grammar does not begin a call with {opener!r}", param="tools", code="invalid_grammar")
+        path, why = self.closer.path(m, after_text(OUTSIDE, opener), limit - len(ids))
+        if path is None and why == GAVE_UP:
+            raise InvalidRequestError(f"{what}: no way to end a tool call was found within the closer's search budget "
+                                      "(engines.grammar.closer), so no call could be made", param="tools", code="unsupported_schema")
+        if path is None and why != OVER_LIMIT:
+            raise InvalidRequestError(f"{what}: no tool call can be decoded under a grammar: {_reason(why)}", param="tools",
+                                      code="unsatisfiable_schema")
+        shortest = len(ids) + len(path) if path is not None else limit + 1
+        if shortest > max_new_tokens:
+            least = f"the {shortest}" if path is not None else f"more than {limit}"
+            raise InvalidRequestError(f"max_tokens {max_new_tokens} is below {least} tokens the shortest tool call under {what} takes, "
+                                      f"so tool_choice auto could never call a tool; ask for at least {shortest}" if path is not None else
+                                      f"max_tokens {max_new_tokens} is below {least} tokens the shortest tool call under {what} takes",
+                                      param="max_tokens", code="max_tokens_too_small")
 
 
 def apply_bitmask_(logits: torch.Tensor, bitmask: torch.Tensor) -> None:

@@ -210,7 +210,7 @@ class DiffusionEngine:
             decode=lambda t: self.tokenizer.decode(t, skip_special_tokens=True),
             on_text=on_text,
             on_done=on_done,
-            constraint=self.grammar_tokenizer.constraint(req.grammar, req.max_new_tokens) if req.grammar is not None else None,
+            constraint=self.grammar_tokenizer.constraint(req.grammar, req.max_new_tokens, req.constrained_opener) if req.grammar is not None else None,
             **({"prefix_cache": self.prefix_cache, "prefix_bounds": b} if (b := self.prefix_bounds(req, ids)) else {}),
         )
 

@@ -41,7 +41,8 @@ def chat_call(req, headers: dict[str, str], output: OutputSpec) -> Call:
     if output.schema is not None:  # the model reads the schema it answers under (as the task suite trains it)
         messages = [{"role": "system", "content": schema_instruction(output.schema)}] + messages
     gen = _sampling(req, GenerationRequest(messages=messages, tools=[t.template() for t in output.tools] or None,
-                                           grammar=output.grammar, skeleton=output.skeleton, skeleton_optional=output.skeleton_optional,
+                                           grammar=output.grammar, constrained_opener=output.constrained_opener,
+                                           skeleton=output.skeleton, skeleton_optional=output.skeleton_optional,
                                            logprobs=(req.top_logprobs or 0) if req.logprobs else None))
     fmt = req.response_format.model_dump() if req.response_format else None
     route = _route(req, req.engine_messages(), headers, fmt, req.tools).model_copy(update={

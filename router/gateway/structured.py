@@ -8,8 +8,8 @@ then writes one llguidance Lark grammar for the engine:
 - tool_choice `required` (or a named function): one or more calls (one without
   parallel_tool_calls), each exactly `<tool_call>{"name": "NAME", "arguments": ARGS}</tool_call>`
   with ARGS under the tool's parameters schema (the chat template writes history the same way);
-- `auto`: those calls, or a free answer that does not start with `<` (or a JSON answer when
-  response_format asks for one);
+- `auto`: those calls, or a free answer, not empty, that does not start with `<` (or a JSON answer
+  when response_format asks for one);
 - `none` or no tools: the response_format grammar, if any.
 
 Every problem is a 400 naming the field (`tools[1].function.parameters`) and the feature.
@@ -67,6 +67,15 @@ class OutputSpec:
     skeleton: Template | None = None
     skeleton_optional: bool = False  # tool_choice auto: the skeleton only if the model begins a call (else a text answer)
     schema: dict | None = None  # the json_schema the model is told about (engines.skeleton.schema_instruction)
+    # The grammar also allows a free-text answer (tool_choice auto without a JSON response_format):
+    # the client's stop strings apply to that text only, never inside a call or JSON (docs/serving.md).
+    free_text: bool = False
+
+    @property
+    def constrained_opener(self) -> str | None:
+        """What opens the constrained span when the answer may also be free text (the engine applies
+        stop strings only to an answer that does not begin with it); None: all of it is constrained."""
+        return CALL_OPEN if self.free_text else None
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -153,7 +162,7 @@ def _lark(calls: list[Tool], parallel: bool, required: bool, content: dict | Non
     elif content is not None:
         start = f"start: {calls_rule} | %json {json.dumps(content)}"
     else:
-        start = f"start: {calls_rule} | TEXT | \"\"\nTEXT: /[^<](.|\\n)*/"
+        start = f"start: {calls_rule} | TEXT\nTEXT: /[^<](.|\\n)*/"  # never empty: a tools request is answered, not silently
     return "\n".join([start, *rules])
 
 
@@ -196,4 +205,4 @@ def output_spec(req) -> OutputSpec:
     # A call's skeleton; under `auto` only if the model begins a call (a JSON content answer has a shape of its own: none)
     skeleton = template_for_tool_choice([(t.name, t.parameters) for t in callable_]) if required or content_schema is None else None
     return OutputSpec(tools, [t.name for t in callable_], required, grammar, "tools", content_check, skeleton,
-                      skeleton_optional=skeleton is not None and not required)
+                      skeleton_optional=skeleton is not None and not required, free_text=not required and content_schema is None)

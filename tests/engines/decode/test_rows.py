@@ -58,3 +58,50 @@ def test_retire_keeps_the_rows_still_decoding_and_closes_the_others_once():
     assert retire(rows, [ids("ab"), ids("cd"), ids("ef")]) == [1]
     assert closed == [rows[0], rows[2]] and rows[2].finish_reason == "cancelled" and rows[2].output == []
     assert rows[0].stats.latency_s > 0 and rows[1].text == "cd"
+
+
+# ---- stop strings under a grammar: never inside the constrained span ----------------------------------
+
+SCHEMA_GRAMMAR = '{"grammars": [{"json_schema": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}]}'
+PING = [{"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}}]
+
+
+def constrained_row(engine, grammar: str, stop: list[str], opener: str | None = None, on_text=None) -> Row:
+    request = GenerationRequest(prompt="x", max_new_tokens=64, stop=stop, grammar=grammar, constrained_opener=opener)
+    return engine.row(request, [1, 2, 3], on_text=on_text)
+
+
+def feed(engine, r: Row, text: str) -> None:
+    for t in engine.tokenizer.encode(text, add_special_tokens=False):
+        if r.finished:
+            break
+        r.extend([t])
+
+
+def auto_tools_spec():
+    from types import SimpleNamespace
+
+    from router.gateway.structured import output_spec
+
+    return output_spec(SimpleNamespace(tools=PING, tool_choice="auto", parallel_tool_calls=None, response_format=None))
+
+
+def test_a_stop_string_never_cuts_a_json_answer(engine):
+    for stop in ['"', ":", "}", ", "]:
+        sent = []
+        r = constrained_row(engine, SCHEMA_GRAMMAR, [stop], on_text=sent.append)
+        feed(engine, r, '{"a": "b, c"}')
+        assert (r.text, r.finish_reason, "".join(sent)) == ('{"a": "b, c"}', "stop", '{"a": "b, c"}'), stop
+
+
+def test_under_tool_choice_auto_a_stop_string_ends_a_text_answer_but_never_a_call(engine):
+    spec = auto_tools_spec()
+    assert spec.constrained_opener == "<tool_call>"
+    call = '<tool_call>{"name": "ping", "arguments": {"to": "a, b"}}</tool_call>'
+    for stop in ['"', ":", "}", ", "]:
+        r = constrained_row(engine, spec.grammar, [stop], spec.constrained_opener)
+        feed(engine, r, call)
+        assert r.text == call, stop
+    text = constrained_row(engine, spec.grammar, [", "], spec.constrained_opener)
+    feed(engine, text, "Hello, world")
+    assert (text.text, text.finish_reason) == ("Hello", "stop")

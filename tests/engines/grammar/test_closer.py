@@ -169,7 +169,7 @@ def test_every_answer_validates_within_max_tokens_or_is_refused_before_decoding(
 
     def request(budget: int) -> GenerationRequest:
         return GenerationRequest(messages=ASK, tools=[t.template() for t in spec.tools] or None, mode=mode, grammar=spec.grammar,
-                                 skeleton=spec.skeleton, skeleton_optional=spec.skeleton_optional, max_new_tokens=budget,
+                                 constrained_opener=spec.constrained_opener, skeleton=spec.skeleton, skeleton_optional=spec.skeleton_optional, max_new_tokens=budget,
                                  temperature=temperature, seed=sample_seed, max_denoising_steps=2)
 
     req = request(max_tokens)

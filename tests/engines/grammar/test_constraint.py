@@ -4,6 +4,7 @@ random model that has no idea what JSON is; verified equals AR under greedy deco
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import jsonschema
@@ -124,3 +125,43 @@ def test_the_eager_bitmask_masks_what_llguidance_masks(vocab):
     wider = torch.zeros(1, 2048 + 40)
     apply_bitmask_(wider, torch.full((1, 64), -1, dtype=torch.int32))
     assert torch.isinf(wider[0, 2048:]).all() and not torch.isinf(wider[0, :2048]).any()
+
+
+# ---- tool_choice auto: a call the budget or the grammar rules out is a 400, never a silent empty answer ----
+
+EMAIL = {"type": "function", "function": {"name": "send_mail", "parameters": {
+    "type": "object", "properties": {"to": {"type": "string", "pattern": r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$"}}, "required": ["to"]}}}
+
+
+def auto_request(tools: list[dict], max_new_tokens: int, **kwargs) -> GenerationRequest:
+    spec = tools_spec(tools, "auto")
+    return GenerationRequest(messages=ASK, mode="ar", grammar=spec.grammar, constrained_opener=spec.constrained_opener,
+                             max_new_tokens=max_new_tokens, **kwargs)
+
+
+def test_auto_with_max_tokens_under_the_shortest_call_is_a_400_naming_the_minimum(engine):
+    required = tools_spec(TOOLS[:1], "required")
+    with pytest.raises(InvalidRequestError) as under_required:  # the shortest call, as a required call states it
+        engine.generate(GenerationRequest(messages=ASK, mode="ar", grammar=required.grammar, max_new_tokens=8))
+    shortest = int(re.search(r"the (\d+) tokens", under_required.value.message).group(1))
+    with pytest.raises(InvalidRequestError, match=rf"max_tokens {shortest - 1} is below the {shortest} tokens the shortest tool call") as exc:
+        engine.generate(auto_request(TOOLS[:1], shortest - 1))
+    assert (exc.value.param, exc.value.code) == ("max_tokens", "max_tokens_too_small")
+    engine.generate(auto_request(TOOLS[:1], shortest))  # the minimum it names is served
+
+
+def test_auto_with_a_call_the_closer_cannot_end_is_a_400_naming_the_tools(engine):
+    with pytest.raises(InvalidRequestError, match="no tool call could be made|no way to end") as exc:
+        engine.generate(auto_request([EMAIL], 256))
+    assert exc.value.param == "tools"
+
+
+def test_an_auto_answer_is_never_empty(engine):
+    """The grammar under tool_choice auto does not accept the empty answer (the end of sequence first),
+    so a tools request is answered with a call or with text, never an empty 'stop'."""
+    spec = tools_spec(TOOLS, "auto")
+    assert not engine.grammar_tokenizer.constraint(spec.grammar, 64, spec.constrained_opener).accepting
+    for seed in range(3):
+        r = engine.generate(auto_request(TOOLS, 64, temperature=1.0, seed=seed))
+        content, calls = read_answer(r.text, True)
+        assert r.token_ids and (calls or content), r.text
