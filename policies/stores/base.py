@@ -85,6 +85,12 @@ def read_text(path: str | os.PathLike) -> str:
         raise PolicyError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
 
 
+# Version 0 is the shipped default (policies/default.yaml), served before anything is written: no
+# store's history holds it, yet a rollback to 0 restores it (as a new version, like every rollback).
+SHIPPED_VERSION = 0
+SHIPPED_ROLLBACK_NOTE = "rollback to 0 (the shipped default)"
+
+
 def default_policy() -> Policy:
     """The shipped default policy (policies/default.yaml)."""
     return read_policy_file(DEFAULT_POLICY_PATH)
@@ -195,10 +201,12 @@ class PolicyStore(ABC):
         """Every stored version, oldest first."""
 
     def rollback(self, version: int, expect_version: int | None = None) -> Policy:
-        """Write the content of an earlier `version` as a new version."""
+        """Write the content of an earlier `version` as a new version (0: the shipped default)."""
         for rec in self.history():
             if rec.version == version:
                 return self.apply(recorded_policy(rec), expect_version=expect_version, note=f"rollback to {version}")
+        if version == SHIPPED_VERSION:
+            return self.apply(default_policy(), expect_version=expect_version, note=SHIPPED_ROLLBACK_NOTE)
         raise PolicyNotFoundError(f"no policy version {version} in the history of {self.describe()}", param="version")
 
     def status(self) -> dict[str, Any]:

@@ -12,7 +12,10 @@ Versions only grow, even across a Redis that restarted empty: the store remember
 version it has served or written (`seen_version`), puts the mark back when Redis holds less (on
 its next read: within a poll for a watching replica), and a store that reads a version lower
 than one it has served (written before the mark was back) writes that content again as the next
-version before serving it, so no replica ever steps back to a lower version.
+version before serving it, so no replica ever steps back to a lower version. One policy on every
+replica: a store that finds no current policy writes back the one it serves, under its own
+version, and a lower written-back version gives way to a higher one, so every replica (and a
+replacement that started on the shipped default) converges on the highest version any served.
 
 `current()` is the hot path and, while watching, never does I/O. The client has no retries of
 its own, so an outage surfaces at once and is handled here. The `redis` library is imported
@@ -32,6 +35,8 @@ from typing import Any, ClassVar
 from policies.errors import PolicyNotFoundError, PolicyStoreUnavailableError, PolicyValidationError, StaleVersionError
 from policies.schema import Policy
 from policies.stores.base import (
+    SHIPPED_ROLLBACK_NOTE,
+    SHIPPED_VERSION,
     PolicyRecord,
     PolicyStore,
     check_write,
@@ -42,7 +47,7 @@ from policies.stores.base import (
     resolve_write,
     validate_policy,
 )
-from policies.stores.redis_versions import Build, PolicyVersions
+from policies.stores.redis_versions import WRITTEN_BACK, Build, PolicyVersions
 
 log = logging.getLogger("tandem.policies")
 
@@ -132,8 +137,11 @@ class RedisStore(PolicyStore):
         raw, mark = self.versions.read()
         if self.seen_version > mark:
             self.versions.restore_mark(self.seen_version)  # Redis forgot versions (restarted empty, or from an older snapshot)
-        if raw is None or raw == self._raw:
-            return  # nothing stored yet (or Redis restarted empty): keep what we serve
+        if raw is None:
+            self._write_back()  # nothing stored (Redis restarted empty): put back what we serve
+            return
+        if raw == self._raw:
+            return
         try:
             policy = validate_policy(json.loads(raw), self.key_current)
         except (PolicyValidationError, json.JSONDecodeError) as exc:
@@ -141,12 +149,28 @@ class RedisStore(PolicyStore):
             self._raw = raw
             log.error("invalid policy in %s ignored, keeping version %d: %s", self.key_current, self._policy.version, exc)
             return
+        if policy.version < self.seen_version and self.versions.written_back(policy.version):
+            self._write_back()  # another replica put back a lower version than ours: the highest served wins
+            return
         if policy.version < self.seen_version:  # written while Redis had forgotten our versions
             renumbered = self._renumber(raw, policy)
             if renumbered is None:
                 return  # it changed meanwhile: the next read decides
             policy, raw = renumbered
         self._set(policy, raw)
+
+    def _write_back(self) -> None:
+        """Put the policy this store serves back into a Redis that lost it, under its own version
+        (`PolicyVersions.write_back`): only a policy that came from the store (never the bootstrap
+        default nobody wrote), and only while Redis holds nothing better."""
+        if self._raw is None or self._policy.version < 1:
+            return
+        note = f"{WRITTEN_BACK}: Redis had lost the policy; a replica served version {self._policy.version}"
+        try:
+            if self.versions.write_back(self._policy, note):
+                log.warning("policy store %s had lost the policy; version %d written back", self.shown_url, self._policy.version)
+        except self._redis.ResponseError as exc:  # e.g. a read-only user: keep serving, the next read tries again
+            log.error("cannot write policy version %d back to %s: %s", self._policy.version, self.key_current, exc)
 
     def _renumber(self, raw: str, policy: Policy) -> tuple[Policy, str] | None:
         """`policy` (read as `raw`) is lower than a version this store has served: write its content
@@ -241,6 +265,8 @@ class RedisStore(PolicyStore):
 
     def rollback(self, version: int, expect_version: int | None = None) -> Policy:
         record = self._call(lambda: self.versions.record(version))
+        if record is None and version == SHIPPED_VERSION:
+            return self.apply(default_policy(), expect_version=expect_version, note=SHIPPED_ROLLBACK_NOTE)
         if record is None:
             raise PolicyNotFoundError(f"no policy version {version} in {self.versions.key_history}", param="version")
         return self.apply(recorded_policy(record), expect_version=expect_version, note=f"rollback to {version}")

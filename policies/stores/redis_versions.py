@@ -9,7 +9,9 @@ WATCH/MULTI on the current policy and the version mark.
 Versions only grow, even across a Redis that restarted empty (or from an older snapshot) while
 replicas still serve a higher version: the store remembers the highest version it has served or
 written (`seen_version`) and puts the mark back when Redis holds less (`restore_mark`); a write
-takes max(current, max_version, seen_version) + 1. Connection errors are left to the caller (the
+takes max(current, max_version, seen_version) + 1. And the policy itself comes back: a replica
+finding no current policy writes back the one it serves under its own version (`write_back`),
+the highest version served winning, so every replica converges on it. Connection errors are left to the caller (the
 store counts them and keeps serving); nothing here holds a policy in memory.
 """
 
@@ -26,6 +28,7 @@ from policies.stores.base import PolicyRecord
 
 log = logging.getLogger("tandem.policies")
 
+WRITTEN_BACK = "written back"  # the note of a version a replica put back after Redis lost it (`PolicyVersions.write_back`)
 Build = Callable[[str | None, int], "tuple[Policy, str] | None"]  # (raw current, its version) -> (policy, note), or None: write nothing
 
 
@@ -102,6 +105,36 @@ class PolicyVersions:
             return stored, body
 
         return self.client.transaction(txn, self.key_current, self.key_max_version, value_from_callable=True)
+
+    def write_back(self, policy: Policy, note: str) -> bool:
+        """Store `policy` under its own version (with its history record, the mark and an update
+        message) where Redis holds no current policy, or holds a lower version that was itself
+        written back (its record's note starts with WRITTEN_BACK): after Redis restarts empty, each
+        replica writes back what it serves and the highest version wins, so every replica converges
+        on it. A policy an operator wrote meanwhile is never replaced here (the store renumbers a
+        lower one instead). Returns whether it was written."""
+
+        def txn(pipe) -> bool:
+            raw, mark = pipe.mget(self.key_current, self.key_max_version)
+            if raw is not None:
+                stored = int(json.loads(raw)["version"])
+                record = pipe.hget(self.key_history, str(stored))
+                if stored >= policy.version or record is None or not PolicyRecord.from_json(record).note.startswith(WRITTEN_BACK):
+                    return False
+            body = json.dumps({"version": policy.version, **policy.content()}, sort_keys=True)
+            pipe.multi()
+            pipe.set(self.key_current, body)
+            pipe.hset(self.key_history, str(policy.version), PolicyRecord(policy.version, policy.content(), time.time(), note).to_json())
+            pipe.set(self.key_max_version, max(stored_version(mark), policy.version))
+            pipe.publish(self.channel, json.dumps({"version": policy.version}))
+            return True
+
+        return self.client.transaction(txn, self.key_current, self.key_max_version, self.key_history, value_from_callable=True)
+
+    def written_back(self, version: int) -> bool:
+        """Whether the stored `version` is a replica's write-back (not an operator's write)."""
+        record = self.record(version)
+        return record is not None and record.note.startswith(WRITTEN_BACK)
 
     def history(self) -> list[PolicyRecord]:
         """Every version written, oldest first."""

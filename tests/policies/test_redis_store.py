@@ -109,6 +109,15 @@ def test_rollback_creates_a_new_version_with_old_content(store):
         store.rollback(2, expect_version=1)
 
 
+def test_rollback_to_version_0_restores_the_shipped_default(store):
+    """Version 0 is the shipped default, served before any write: no history holds it, yet it can be
+    restored (it was a 404 before)."""
+    store.apply(edit(store.current(), steps=24, confidence_floor=0.9))
+    back = store.rollback(0)
+    assert back.version == 2 and back.content() == default_policy().content()
+    assert store.history()[-1].note == "rollback to 0 (the shipped default)"
+
+
 def test_invalid_json_written_behind_the_stores_back_keeps_last_good(redis_url, prefix):
     s = RedisStore(redis_url, prefix=prefix, watch=True, poll_interval_s=0.1)
     try:

@@ -39,9 +39,48 @@ def test_a_write_after_redis_restarted_empty_continues_from_the_replicas_version
         with RedisStore(url, watch=False) as cli:
             assert cli.apply(edit(default_policy(), steps=5)).version == 4
         assert wait_until(lambda: replica.current().version == 4, 2.0) and replica.current().steps == 5
-        assert [r.version for r in replica.history()] == [4]
+        assert [r.version for r in replica.history()] == [3, 4]  # 3: the replica wrote back what it served
     finally:
         replica.close()
+
+
+def test_after_an_empty_restart_every_replica_converges_on_the_highest_version_served(private_redis):
+    """Issue 54: after Redis restarted empty only the version mark came back; a replacement Gateway
+    started on the shipped default (version 0) while the survivor served version 4, and requests
+    were split between the two for good. Now the policy itself is written back under its own
+    version, the highest served wins, and a replacement (and the CLI) reads it."""
+    url = private_redis.url
+    with RedisStore(url, watch=False) as writer:
+        for steps in (14, 15, 16):
+            writer.apply(edit(default_policy(), steps=steps))
+    lagging = RedisStore(url, watch=False)  # a replica that reads only when asked: it served 3 and missed 4
+    assert lagging.current().version == 3
+    # slow to notice the restart, so the lagging replica writes its lower version back first
+    survivor = RedisStore(url, watch=True, poll_interval_s=1.0, backoff_s=(0.5, 1.0), socket_timeout_s=0.3)
+    try:
+        with RedisStore(url, watch=False) as writer:
+            writer.apply(edit(default_policy(), steps=17))
+        assert wait_until(lambda: survivor.current().version == 4, 3.0)
+        restart_empty(private_redis)
+        lagging.current()  # nothing stored: writes back the 3 it serves ...
+        # ... which gives way to the survivor's 4, and the lagging replica follows
+        assert wait_until(lambda: _stored(url) == (4, 17) and lagging.current().version == 4, 5.0), _stored(url)
+        assert survivor.current().version == 4
+        assert [(r.version, r.note.split(":")[0]) for r in lagging.history()] == [(3, "written back"), (4, "written back")]
+        replacement = RedisStore(url, watch=False)  # a new Gateway after the restart: never older than a live one
+        assert (replacement.current().version, replacement.current().steps) == (4, 17)
+        replacement.close()
+        with RedisStore(url, watch=False) as cli:  # `tandem policy show` agrees with what requests are served under
+            assert cli.current().version == 4 and cli.apply(edit(default_policy(), steps=5)).version == 5
+        assert wait_until(lambda: survivor.current().version == 5 and lagging.current().version == 5, 3.0)
+    finally:
+        survivor.close()
+        lagging.close()
+
+
+def _stored(url: str) -> tuple[int, int] | None:
+    raw = redis_client(url).get("tandem:policy:current")
+    return None if raw is None else (json.loads(raw)["version"], json.loads(raw)["steps"])
 
 
 def test_a_replica_writing_after_an_empty_restart_continues_from_what_it_served(private_redis):
