@@ -67,6 +67,31 @@ async def cancelling(response):
         raise
 
 
+async def engine_infos(engines: dict[str, EngineClient], timeout_s: float) -> list[EngineInfo]:
+    """Every engine's `info()`, asked at once, in `engines`' order; `asyncio.TimeoutError` after
+    `timeout_s`, or the first engine's error. A caller that goes away meanwhile (a load balancer's
+    health check giving up on /ready) cancels the questions still open, and every question's outcome
+    is retrieved whatever happens: `wait_for(gather(...))` left the gathering future's error (or its
+    cancellation) unretrieved, and asyncio logged `_GatheringFuture exception was never retrieved`
+    with a traceback for each abandoned /ready."""
+    asked = [asyncio.ensure_future(e.info()) for e in engines.values()]
+    try:
+        _, pending = await asyncio.wait(asked, timeout=timeout_s)
+    finally:
+        for task in asked:
+            task.cancel()  # no-op for those done
+            task.add_done_callback(_retrieve)
+    if pending:
+        raise asyncio.TimeoutError(f"{len(pending)} engine(s) did not answer within {timeout_s} s")
+    return [task.result() for task in asked]
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    """Mark an abandoned question's outcome as seen: an engine error nobody waits for is not a traceback."""
+    if not task.cancelled():
+        task.exception()
+
+
 class HandleClient:
     """An `EngineClient` over a Ray Serve `DeploymentHandle` to an `EngineDeployment`."""
 
@@ -86,7 +111,7 @@ class HandleClient:
         return await self.handle.load.remote()
 
     async def info(self) -> EngineInfo:
-        return await self.handle.info.remote()
+        return await cancelling(self.handle.info.remote())
 
     async def cost_profile(self) -> CostProfile | None:
         return await self.handle.cost_profile.remote()

@@ -20,7 +20,6 @@ class is plain, so tests can build one with small real parts.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import os
@@ -34,7 +33,7 @@ from router.gateway.answers import new_id, stream_chunks, whole_answer
 from router.gateway.calls import Call, client_timeout
 from router.gateway.decision_feed import DecisionFeed
 from router.decision.layouts import SHARED, SPLIT
-from router.decision.engine_client import engine_client
+from router.decision.engine_client import engine_client, engine_infos
 from router.gateway.failover import Failover
 from router.gateway.records import Records
 from router.gateway.replica_logs import to_replica_log
@@ -44,6 +43,7 @@ from router.decision.routing_view import POLL_INTERVAL_S, PROBE_TIMEOUT_S, Routi
 log = logging.getLogger("tandem.gateway")
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+READY_TIMEOUT_S = 5.0  # how long GET /ready waits for every engine's info()
 
 
 def replica_gateway() -> "Gateway":
@@ -114,7 +114,7 @@ class Gateway:
     async def ready(self) -> dict:
         self.view.start()  # the routing view (cost profile, queues) starts filling before traffic does
         try:
-            infos = await asyncio.wait_for(asyncio.gather(*(e.info() for e in self.engines.values())), timeout=5.0)
+            infos = await engine_infos(self.engines, timeout_s=READY_TIMEOUT_S)
         except Exception as exc:
             raise EngineUnavailableError(f"engines not ready: {type(exc).__name__}", code="not_ready") from None
         return {"status": "ready", "engines": {n: dataclasses.asdict(i) for n, i in zip(self.engines, infos)},
