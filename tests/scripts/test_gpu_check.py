@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 NARROW = {"hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 16, "num_experts": 4,
           "top_k_experts": 2, "vocab_size": 4096}
 

@@ -18,7 +18,7 @@ from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
 from lab.model.tasks import OPEN_FAMILIES, SHORT_FAMILIES
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 MIB = 2**20
 
 
