@@ -12,6 +12,18 @@ from policies.tasks import check_task_keys
 
 AUTO = "auto"  # a model alias that lets the router choose
 
+# Headers a client sends for their own purpose (HTTP's standard request and proxy headers, and the
+# ones Tandem reads): one of them as the forcing header would read every request as forcing a mode
+# (`content-type: application/json` is no mode: every JSON request was a 400).
+RESERVED_HEADERS = frozenset({
+    "accept", "accept-charset", "accept-encoding", "accept-language", "authorization", "cache-control", "connection",
+    "content-encoding", "content-length", "content-type", "cookie", "date", "expect", "forwarded", "from", "host",
+    "if-match", "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "keep-alive", "max-forwards",
+    "origin", "pragma", "proxy-authorization", "range", "referer", "te", "trailer", "transfer-encoding", "upgrade",
+    "user-agent", "via", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip", "traceparent", "tracestate",
+    "x-request-id", "x-tandem-timeout-s", "x-tandem-route-api-key", "openai-organization", "openai-project", "api-key",
+})
+
 
 class Strict(BaseModel):
     """A policy part: unknown fields are refused (a misspelt field never passes silently), values are frozen."""
@@ -54,6 +66,10 @@ class ForcingRules(Strict):
     def _header(cls, v: str) -> str:
         if not v or any(c.isspace() or c == ":" for c in v):
             raise ValueError("header must be a non-empty HTTP header name without spaces or ':', e.g. 'x-tandem-mode'")
+        if v.lower() in RESERVED_HEADERS:
+            raise ValueError(f"header {v!r} is a standard HTTP header (or one Tandem reads for something else), which every client "
+                             "sends for its own purpose: every request would be read as forcing a mode; name one of your own, "
+                             "e.g. 'x-tandem-mode'")
         return v.lower()
 
 

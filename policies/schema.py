@@ -42,6 +42,7 @@ __all__ = [
     "flatten_errors", "missing_fields",
 ]
 
+MAX_CANVAS = max(CANVAS_SIZES)  # the engine's bound on a canvas: the model's canvas_length
 OPTIONAL_ON_WRITE = frozenset({"version", "description"})  # Policy fields a write may leave out (neither routes)
 
 
@@ -102,6 +103,9 @@ class Policy(Strict):
             raise ValueError("canvas_sizes needs at least one size, e.g. [64, 128, 256]")
         if any(c <= 0 for c in v) or v != sorted(set(v)):
             raise ValueError(f"canvas_sizes must be positive and strictly ascending, e.g. [64, 128, 256]; got {v}")
+        if v[-1] > MAX_CANVAS:  # the engine would clamp it: a policy that says what is not served
+            raise ValueError(f"canvas_sizes may not exceed {MAX_CANVAS} tokens, the engine's largest canvas (engines.defaults.CANVAS_SIZES); "
+                             f"got {v[-1]}")
         return v
 
     @field_validator("task_modes")

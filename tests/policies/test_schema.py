@@ -67,6 +67,9 @@ def test_api_keys_match_in_clear_or_by_sha256():
         ({"task_modes": {"poetry": "ar"}}, "task_modes", ["unknown task type", "extract", "write"]),
         ({"canvas_sizes": [128, 64]}, "canvas_sizes", ["ascending"]),
         ({"canvas_sizes": []}, "canvas_sizes", ["at least one"]),
+        ({"canvas_sizes": [1, 10**30]}, "canvas_sizes", ["may not exceed 256", "engine's largest canvas"]),  # issue 54: it validated
+        ({"forcing": {"header": "content-type"}}, "forcing.header", ["standard HTTP header"]),  # issue 54: then every JSON request was a 400
+        ({"forcing": {"header": "Authorization"}}, "forcing.header", ["standard HTTP header"]),
         ({"confidence_floor": 1.5}, "confidence_floor", ["less than or equal to 1"]),
         ({"agreement_floor": -0.2}, "agreement_floor", ["greater than or equal to 0"]),
         ({"steps": 0}, "steps", ["greater than or equal to 1"]),
