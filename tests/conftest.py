@@ -159,3 +159,13 @@ def private_redis():
     server.start()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def gemma3_checkpoint():
+    """The embedded default, Gemma 3 270M imported from its registry package (once per machine, into
+    $TANDEM_HOME: the first run takes ~2.5 minutes here), loaded in fp32."""
+    from engines.model.gemma3_import import import_gemma3
+    from engines.model.loading import load_checkpoint
+
+    return load_checkpoint(import_gemma3())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
 )
 
 from engines.errors import CheckpointError
+from engines.model.gemma3 import GEMMA3, LAYOUT_KEY, load_gemma3_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -54,6 +56,20 @@ def default_generation_config(config: DiffusionGemmaConfig, **overrides) -> Diff
     return DiffusionGemmaGenerationConfig(**params)
 
 
+@contextmanager
+def quiet_transformers(on: bool):
+    """transformers' logging at ERROR inside the block when `on`."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.get_verbosity()
+    if on:
+        hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(before)
+
+
 def load_checkpoint(path: str | os.PathLike, dtype: str = "float32", device: str = "cpu") -> LoadedModel:
     """Load weights (safetensors), config, generation config and tokenizer from `path`; never touches the network."""
     path = Path(path)
@@ -64,15 +80,21 @@ def load_checkpoint(path: str | os.PathLike, dtype: str = "float32", device: str
     config_file = path / "config.json"
     if not config_file.is_file():
         raise CheckpointError(f"{str(path)!r} has no config.json: not a transformers checkpoint", param="checkpoint")
-    model_type = json.loads(config_file.read_text()).get("model_type")
+    config = json.loads(config_file.read_text())
+    model_type = config.get("model_type")
     if model_type != "diffusion_gemma":
         raise CheckpointError(
             f"{str(path)!r} holds a {model_type!r} model; Tandem serves 'diffusion_gemma' checkpoints", param="checkpoint"
         )
     if not any(path.glob("*.safetensors")):
         raise CheckpointError(f"{str(path)!r} has no *.safetensors weights", param="checkpoint")
+    gemma3 = config.get(LAYOUT_KEY) == GEMMA3  # an imported Gemma 3 (engines.model.gemma3)
     try:
-        model = DiffusionGemmaForBlockDiffusion.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
+        # the layout's added weights are "unexpected" to the library's loader, which would print a report of them
+        with quiet_transformers(gemma3):
+            model = DiffusionGemmaForBlockDiffusion.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
+        if gemma3:
+            load_gemma3_layout(model, path)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"could not load {str(path)!r}: {exc}", param="checkpoint") from exc
