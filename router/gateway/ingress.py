@@ -32,7 +32,7 @@ from router.gateway.openai_api import ChatCompletionRequest, CompletionRequest, 
 from router.gateway.request_ids import RequestIdLimit
 from router.gateway.schemas import check_off_loop
 from router.gateway.responses_answers import new_response_id, to_response
-from router.gateway.responses_api import ResponsesRequest, chat_request
+from router.gateway.responses_api import ResponsesRequest, chat_request, responses_error
 from router.gateway.responses_events import ResponseEvents, translate_stream
 from router.gateway.responses_store import ResponseStore, conversation_items, history_for, stores
 from router.gateway.structured import output_spec
@@ -253,21 +253,28 @@ async def responses(body: ResponsesRequest, request: Request, gw: Gateway = Depe
     store = ResponseStore(gw.redis, prefix=f"{gw.key_prefix}response:", ttl_s=gw.responses_ttl_s) if keep else None
     history = await asyncio.to_thread(history_for, body, store)
     chat = chat_request(body, history)
-    output = await check_off_loop(output_spec, chat)
     headers, response_id = dict(request.headers), new_response_id()
-    reply = await gw.answer(chat_call(chat, headers, output), headers)
+    try:
+        output = await check_off_loop(output_spec, chat)
+        reply = await gw.answer(chat_call(chat, headers, output), headers)
+    except TandemError as exc:  # found on the chat path: named as the client named it
+        raise responses_error(exc, body) from None
+    async def keep(response: dict) -> bool:
+        """Store the finished response; whether it was (the object's `store` then tells the client:
+        an id that a later previous_response_id cannot find is never handed out as if stored)."""
+        if not stores(body, store):
+            return False
+        return await asyncio.to_thread(store.save, response_id, conversation_items(body, history, response))
+
     if not body.stream:
         response = to_response(reply.answer, body, response_id)
-        if stores(body, store):
-            await asyncio.to_thread(store.save, response_id, conversation_items(body, history, response))
+        response["store"] = await keep(response)
         return JSONResponse(response, headers=reply.headers)
     events = ResponseEvents(body, response_id)
 
     async def sse():
-        async for event in translate_stream(reply.parts, events):
+        async for event in translate_stream(reply.parts, events, keep):
             yield event
-        if stores(body, store) and events.response and events.response["status"] != "failed":
-            await asyncio.to_thread(store.save, response_id, conversation_items(body, history, events.response))
 
     return StreamingResponse(sse(), media_type="text/event-stream", headers=reply.headers)
 

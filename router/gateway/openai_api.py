@@ -16,6 +16,7 @@ is a 400 `invalid_type` naming the field (pydantic's lax mode would read "12" an
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
@@ -55,6 +56,17 @@ class ResponseFormat(BaseModel):
         return (self.json_schema or {}).get("schema") if self.type == "json_schema" else None
 
 
+# The values of a field that is not applied at which it changes nothing (every other value is a 400).
+NEUTRAL: dict[str, tuple] = {
+    "n": (1,), "frequency_penalty": (0,), "presence_penalty": (0,), "logit_bias": ({},), "top_k": (0, -1), "min_p": (0,),
+    "repetition_penalty": (1,), "modalities": (["text"],), "audio": (), "best_of": (1,), "suffix": ("",),
+}
+NEUTRAL_WORDS = {
+    "frequency_penalty": "0", "presence_penalty": "0", "logit_bias": "empty, every bias 0,", "top_k": "0, -1", "min_p": "0",
+    "repetition_penalty": "1", "modalities": '["text"]', "audio": "none", "best_of": "1", "suffix": '""',
+}
+
+
 class _Sampling(BaseModel):
     """Fields shared by chat and text completions."""
 
@@ -71,7 +83,14 @@ class _Sampling(BaseModel):
     ignore_eos: StrictBool = False
     frequency_penalty: StrictFloat | None = Field(None, ge=-2.0, le=2.0)  # not applied: 0 only
     presence_penalty: StrictFloat | None = Field(None, ge=-2.0, le=2.0)  # not applied: 0 only
-    logit_bias: dict[str, StrictFloat] | None = None  # not applied: empty only
+    logit_bias: dict[str, StrictFloat] | None = None  # not applied: empty, or every bias 0
+    # vLLM's sampling extensions, not applied: taken only at the value that changes nothing
+    top_k: StrictInt | None = None  # 0 or -1 (vLLM: every token)
+    min_p: StrictFloat | None = None  # 0
+    repetition_penalty: StrictFloat | None = None  # 1
+    # OpenAI's audio output, not served: text only
+    modalities: list[str] | None = None  # ["text"] only
+    audio: dict[str, Any] | None = None  # none
 
     @field_validator("stop")
     @classmethod
@@ -86,15 +105,23 @@ class _Sampling(BaseModel):
                 text_field(s, "a stop sequence")
         return stops
 
-    @field_validator("n", "frequency_penalty", "presence_penalty", "logit_bias")
+    @field_validator("n", "frequency_penalty", "presence_penalty", "logit_bias", "top_k", "min_p", "repetition_penalty", "modalities", "audio")
     @classmethod
     def _only_at_its_neutral_value(cls, v, info):
         """Fields that would change the answer, served only at the value that changes nothing."""
-        if info.field_name == "n" and v not in (None, 1):
+        if v is None or v in NEUTRAL.get(info.field_name, ()):
+            return v
+        if info.field_name == "logit_bias" and all(bias == 0 for bias in v.values()):
+            return v  # a bias of 0 changes nothing
+        if info.field_name == "n":
             raise ValueError("only n=1 is supported")
-        if info.field_name != "n" and v:
-            raise ValueError("not supported: only 0, empty or omitted")
-        return v
+        raise ValueError(f"not supported: only {NEUTRAL_WORDS[info.field_name]} or omitted")
+
+    @model_validator(mode="after")
+    def _stream_options_need_a_stream(self):
+        if self.stream_options is not None and not self.stream:
+            raise InvalidRequestError("stream_options is only allowed with stream: true", param="stream_options", code="invalid_value")
+        return self
 
 
 class FunctionCallIn(BaseModel):
@@ -213,6 +240,13 @@ class CompletionRequest(_Sampling):
     prompt: str | list[str] = Field(...)
     logprobs: StrictInt | None = Field(None, ge=0, le=5)  # legacy: the k most likely tokens at each position
     echo: StrictBool = False
+    best_of: StrictInt | None = None  # not applied: 1 only (one answer per request)
+    suffix: str | None = None  # not applied (no fill-in-the-middle): empty only
+
+    @field_validator("best_of", "suffix")
+    @classmethod
+    def _not_applied(cls, v, info):
+        return _Sampling._only_at_its_neutral_value.__func__(cls, v, info)
 
     @field_validator("prompt")
     @classmethod
@@ -234,11 +268,25 @@ class CompletionRequest(_Sampling):
         return self.max_tokens
 
 
+# What pydantic puts in an error's location besides the client's field names and list indices: the
+# member of a union it tried (`str`, `list[str]`, `literal['none','auto']`, `function-after[...]`).
+_UNION_MEMBER = re.compile(r"[\[\]()',]|^(str|int|float|bool|list|dict|none|any|bytes)$|^(function|literal|tagged|json|union|nullable)-?")
+
+
+def field_path(loc) -> str:
+    """The client's path to a field (`stop`, `tools.0.function`), from pydantic's location of an
+    error in it (`('body', 'stop', 'str')`): the body marker and union members left out."""
+    return ".".join(str(p) for p in loc if p != "body" and not (isinstance(p, str) and _UNION_MEMBER.search(p)))
+
+
 def validation_error(errors: list[dict]) -> InvalidRequestError:
     """pydantic's (or FastAPI's) validation errors -> a 400 naming the first bad field. A body that
     is not a JSON object at all is `invalid_json`."""
     first = errors[0] if errors else {}
-    loc = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    raised = (first.get("ctx") or {}).get("error")
+    if isinstance(raised, InvalidRequestError):  # a validator's own 400, with its param: as it was raised
+        return raised
+    loc = field_path(first.get("loc", ()))
     msg = first.get("msg", "invalid request").removeprefix("Value error, ")  # pydantic's prefix on a validator's own words
     if not loc and first.get("type") == "value_error":  # a rule across fields (a model validator)
         return InvalidRequestError(msg, code="invalid_value")

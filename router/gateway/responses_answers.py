@@ -51,6 +51,7 @@ def response_object(req: ResponsesRequest, response_id: str, created_at: int, mo
         "temperature": req.temperature, "top_p": req.top_p, "max_output_tokens": req.max_output_tokens,
         "previous_response_id": req.previous_response_id, "metadata": req.metadata or {},
         "truncation": req.truncation or "disabled", "user": req.user,
+        "store": req.store is not False,  # what was asked; the gateway says False once a save did not happen (router.gateway.ingress)
     } | ({"tandem": tandem} if tandem is not None else {})
 
 

@@ -15,12 +15,13 @@ they carry no text the model could read). Fields that change nothing here (`reas
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictFloat, StrictInt, Tag, TypeAdapter,
                       ValidationError, field_validator, model_validator)
 
-from engines.errors import InvalidRequestError
+from engines.errors import InvalidRequestError, TandemError
 from router.gateway.openai_api import ChatCompletionRequest, text_field, validation_error
 
 TEXT_PARTS = ("input_text", "output_text")  # content parts whose `text` the model reads
@@ -198,6 +199,22 @@ class ResponsesRequest(BaseModel):
     reasoning: dict[str, Any] | None = None  # ignored: no reasoning model
     truncation: Literal["auto", "disabled"] | None = None  # ignored: a prompt over the context is a 400
     user: str | None = None  # ignored
+    background: StrictBool | None = None  # not served: false only (every response is answered while the client waits)
+    include: list[str] | None = None  # extra output OpenAI can add; none is served: empty only
+
+    @field_validator("background")
+    @classmethod
+    def _no_background(cls, v):
+        if v:
+            raise ValueError("background responses are not supported: omit it or give false")
+        return v
+
+    @field_validator("include")
+    @classmethod
+    def _nothing_included(cls, v):
+        if v:
+            raise ValueError(f"include {', '.join(map(repr, v))} is not supported: nothing extra can be included")
+        return v
 
     @field_validator("input", mode="before")
     @classmethod
@@ -278,9 +295,47 @@ def to_chat_body(req: ResponsesRequest, history_items: list | None = None) -> di
     return body | {k: v for k, v in optional.items() if v is not None}
 
 
+# Chat's names for what a Responses request calls otherwise, longest first: an error found on the
+# chat path (validation, the schema checks, the engine's budget) names the client's own field.
+_RESPONSES_NAMES = (
+    ("response_format.json_schema.schema", "text.format.schema"),
+    ("the response_format schema", "the text.format schema"),
+    ("response_format", "text.format"),
+    ("max_completion_tokens", "max_output_tokens"),
+    ("max_tokens", "max_output_tokens"),
+)
+_CHAT_TOOL = re.compile(r"tools(\[\d+\]|\.\d+)\.function\.")
+_CHAT_MESSAGE = re.compile(r"^messages(\.\d+|\[\d+\])?")
+
+
+def responses_error(exc: TandemError, req: ResponsesRequest) -> TandemError:
+    """`exc`, raised while serving `req` on the chat path, naming the Responses fields (`max_output_tokens`,
+    `text.format`, `instructions`, `input`, `tools[0].parameters`) instead of chat's."""
+
+    def rename(text: str, param: bool) -> str:
+        for chat, responses in _RESPONSES_NAMES:
+            text = text.replace(chat, responses)
+        text = _CHAT_TOOL.sub(lambda m: f"tools{m.group(1)}.", text)
+        if param:
+            first = _CHAT_MESSAGE.match(text)
+            if first is not None and req.instructions and first.group(1) in (".0", "[0]"):
+                text = "instructions"  # the system turn instructions became
+            elif first is not None:
+                text = "input"  # chat's messages are the input items (and any history) renumbered
+        return text
+
+    exc.message = rename(exc.message, False)
+    if exc.param:
+        old = exc.param
+        exc.param = rename(old, True)
+        if exc.message.startswith(f"{old}:"):
+            exc.message = exc.param + exc.message[len(old):]
+    return exc
+
+
 def chat_request(req: ResponsesRequest, history_items: list | None = None) -> ChatCompletionRequest:
-    """`to_chat_body` validated; a body chat completions refuse is a 400 naming the chat field."""
+    """`to_chat_body` validated; a body chat completions refuse is a 400 naming the Responses field."""
     try:
         return ChatCompletionRequest.model_validate(to_chat_body(req, history_items))
     except ValidationError as exc:
-        raise validation_error(list(exc.errors())) from None
+        raise responses_error(validation_error(list(exc.errors())), req) from None

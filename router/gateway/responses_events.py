@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from engines.errors import TandemError
 from router.gateway.answer_parts import Answer, CallArguments, CallStarted, Failed, Finished, Part, TextDelta
@@ -161,9 +161,12 @@ def _started(item: dict) -> dict:
     return item | {"content": []}
 
 
-async def translate_stream(parts: AsyncIterator[Part], events: ResponseEvents) -> AsyncIterator[str]:
+async def translate_stream(parts: AsyncIterator[Part], events: ResponseEvents,
+                           keep: Callable[[dict], Awaitable[bool]] | None = None) -> AsyncIterator[str]:
     """The gateway's stream parts -> the Responses SSE stream (`encode`d events). Closing this (a
-    client gone) closes `parts` at once, so the gateway frees the engine's slot."""
+    client gone) closes `parts` at once, so the gateway frees the engine's slot. `keep(response)`
+    stores a finished response before its terminal event is sent, so that event's `store` says
+    whether it was stored (a later previous_response_id can find it) or not."""
     for event in events.start():
         yield encode(event)
     try:
@@ -172,5 +175,8 @@ async def translate_stream(parts: AsyncIterator[Part], events: ResponseEvents) -
                 yield encode(event)
     finally:
         await parts.aclose()
-    for event in events.finish():
+    final = events.finish()
+    if final and keep is not None and events.response is not None and events.response["status"] != "failed":
+        events.response["store"] = await keep(events.response)  # the terminal event holds this very object
+    for event in final:
         yield encode(event)

@@ -116,3 +116,31 @@ def test_closing_the_responses_stream_closes_the_stream_parts():
         return closed
 
     assert asyncio.run(first_delta()) == [True]
+
+
+def test_a_streamed_response_that_could_not_be_stored_says_store_false_in_its_terminal_event():
+    """Issue 54: a response answered while Redis was down came with an id a later previous_response_id
+    could not find, and nothing told the client. Stored before its terminal event, it says so."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from router.gateway.responses_store import ResponseStore, conversation_items
+    from tests.policies.helpers import REDIS_URL, free_port, unique_prefix
+
+    req, response_id = req_of(), new_response_id()
+    down = ResponseStore(redis.Redis(port=free_port(), socket_connect_timeout=0.2, socket_timeout=0.2, retry=Retry(NoBackoff(), 0)))
+    up = ResponseStore(redis.Redis.from_url(REDIS_URL), prefix=unique_prefix())
+
+    async def run(store):
+        async def keep(response):
+            return await asyncio.to_thread(store.save, response_id, conversation_items(req, None, response))
+
+        events = ResponseEvents(req, response_id)
+        return [json.loads(e.removeprefix("event: ").split("data: ", 1)[1])
+                async for e in translate_stream(aiter_of(stream_parts("Sunny.", tools=True)), events, keep)]
+
+    for store, stored in ((down, False), (up, True)):
+        final = asyncio.run(run(store))[-1]
+        assert final["type"] == "response.completed" and final["response"]["store"] is stored
+        assert (up.load(response_id) is not None) is stored
