@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The CPU recipe for the embedded Gemma's adapters (lab/model/adapt.py): hours, detached, at the lowest priority.
+# Each new best (held-out, teacher-forced) is written to engines/checkpoints/gemma3-270m and committed here every
+# COMMIT_EVERY_S seconds, so a session that ends loses at most that much; a new machine resumes from the committed
+# adapters. Usage: setsid scripts/train-cpu.sh > train.log 2>&1 &   (MINUTES=600 by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUN=${TANDEM_RUN_DIR:-$HOME/.cache/tandem/runs/gemma3-270m-adapt}
+SHIP=engines/checkpoints/gemma3-270m
+MINUTES=${MINUTES:-600}
+COMMIT_EVERY_S=${COMMIT_EVERY_S:-1200}
+OMP_NUM_THREADS=2 nice -n 19 .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" &
+trainer=$!
+commit() {
+  git add "$SHIP"/adapter_model.safetensors "$SHIP"/adapter_config.json "$SHIP"/adapter_meta.json 2>/dev/null || return 0
+  # --only the shipped adapters: whatever else is staged in this checkout stays out of the commit
+  git diff --cached --quiet -- "$SHIP" || git commit -q --only "$SHIP" -m "gemma3-270m adapters: $(tr -d '\n' < "$SHIP/adapter_meta.json")" || true
+}
+while kill -0 "$trainer" 2>/dev/null; do
+  sleep "$COMMIT_EVERY_S" & wait $! || true
+  commit
+done
+wait "$trainer" || true
+commit
