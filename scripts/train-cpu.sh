@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 RUN=${TANDEM_RUN_DIR:-$HOME/.cache/tandem/runs/gemma3-270m-adapt}
 SHIP=engines/checkpoints/gemma3-270m
 MINUTES=${MINUTES:-600}
-COMMIT_EVERY_S=${COMMIT_EVERY_S:-1200}
+COMMIT_EVERY_S=${COMMIT_EVERY_S:-3600}
 OMP_NUM_THREADS=2 nice -n 19 .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" &
 trainer=$!
 commit() {
