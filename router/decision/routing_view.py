@@ -113,7 +113,8 @@ class RoutingView:
             await asyncio.gather(*(self._probe(name, handle) for name, handle in self.engines.items()))
             if self.telemetry is not None:
                 view = self.view()
-                self.telemetry.set_queue_depth({n: v.queue_ratio for n, v in view.items()}, {n: v.running for n, v in view.items()})
+                self.telemetry.set_queue_depth({n: v.queue_ratio for n, v in view.items()}, {n: v.running for n, v in view.items()},
+                                               {n: v.queued for n, v in view.items()})
             self._first_poll.set()
             try:  # the next tick, or at once when a call has just seen an engine die
                 await asyncio.wait_for(self.health.wake.wait(), timeout=self.poll_interval_s)

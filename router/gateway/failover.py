@@ -40,7 +40,7 @@ log = logging.getLogger("tandem.gateway")
 
 class Failover:
     """The engine calls of one Gateway: `engines` (EngineClients) by name, its routing `view`,
-    `telemetry`, the request deadline `timeout_s`, and `on_error(status, code, decision, mode)`
+    `telemetry`, the request deadline `timeout_s`, and `on_error(status, code, decision, mode, started)`
     for the error a client gets."""
 
     def __init__(self, engines: dict[str, EngineClient], view: RoutingView, telemetry, timeout_s: float, on_error: Callable):
@@ -87,7 +87,7 @@ class Failover:
                 break
         if error.status == 503:
             error.headers.setdefault("Retry-After", str(round(RETRY_AFTER_S)))
-        self.on_error(error.status, code=error.code, decision=decision, mode=mode)
+        self.on_error(error.status, code=error.code, decision=decision, mode=mode, started=started)
         raise error
 
     async def _bounded(self, work: Awaitable, engine: str, mode: str, deadline: float, timeout_s: float):

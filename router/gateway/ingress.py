@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -63,8 +64,16 @@ async def _tandem_error(_request: Request, exc: TandemError):
 
 
 @api.exception_handler(RequestValidationError)
-async def _invalid_body(_request: Request, exc: RequestValidationError):
-    return error_response(validation_error(list(exc.errors())))
+async def _invalid_body(request: Request, exc: RequestValidationError):
+    error = validation_error(list(exc.errors()))
+    if request.url.path.startswith("/v1/"):  # an API request refused by its schema: counted with its latency, as any other outcome
+        try:
+            records = gateway().records
+        except Exception:  # no replica context (in-process tests)
+            records = None
+        if records is not None:
+            records.error(error.status, code=error.code, started=request.scope.get(ARRIVED_AT))
+    return error_response(error)
 
 
 @api.exception_handler(HTTPException)
@@ -149,6 +158,9 @@ class _BodyTimeout(Exception):
     pass
 
 
+ARRIVED_AT = "tandem.arrived_at"  # the ASGI scope's key for time.perf_counter() when the request reached the gateway
+
+
 def _closing_error(err: TandemError) -> JSONResponse:
     err.headers["Connection"] = "close"  # the connection holds unread bytes
     return error_response(err)
@@ -168,6 +180,7 @@ class ReadLimits:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        scope[ARRIVED_AT] = time.perf_counter()  # a latency for the requests refused before the Gateway's own clock starts
         size = sum(len(name) + len(value) + 4 for name, value in scope["headers"])
         if size > self.max_header_bytes:
             too_large = _closing_error(HeadersTooLargeError(f"request headers total {size} bytes, over {self.max_header_bytes}"))
@@ -213,10 +226,11 @@ api.add_middleware(ReadLimits)  # added last: outermost, so BodyLimit reads the 
 
 @api.get("/metrics", include_in_schema=False)
 async def metrics(gw: Gateway = Depends(gateway)):
-    """Prometheus text format, from the same OpenTelemetry instruments as every other exporter."""
+    """Prometheus text format, from the same OpenTelemetry instruments as every other exporter,
+    summed over every Gateway replica (router.gateway.metrics_aggregate)."""
     from prometheus_client import CONTENT_TYPE_LATEST
 
-    return Response(content=gw.metrics_text(), media_type=CONTENT_TYPE_LATEST)
+    return Response(content=await gw.metrics_text(), media_type=CONTENT_TYPE_LATEST)
 
 
 def served_models(gw: Gateway) -> list[str]:

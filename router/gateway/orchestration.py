@@ -26,7 +26,7 @@ import os
 import time
 
 from fastapi.responses import JSONResponse, StreamingResponse
-from engines.errors import EngineUnavailableError, TandemError
+from engines.errors import EngineUnavailableError, ServiceUnavailableError, TandemError
 from engines.prompt_bounds import check_chars
 from router.gateway.answer_parts import Reply
 from router.gateway.answers import new_id, stream_chunks, whole_answer
@@ -35,6 +35,7 @@ from router.gateway.decision_feed import DecisionFeed
 from router.decision.layouts import SHARED, SPLIT
 from router.decision.engine_client import engine_client, engine_infos
 from router.gateway.failover import Failover
+from router.gateway.metrics_aggregate import replica_metrics
 from router.gateway.records import Records
 from router.gateway.replica_logs import to_replica_log
 from router.gateway.replies import Replies
@@ -95,7 +96,8 @@ class Gateway:
         self.decisions_log = DecisionsLogSettings.model_validate(decisions_log or {})  # default: no prompt text, 7 days, 64 MiB
         self.responses_ttl_s = responses_ttl_s  # how long the Responses API keeps a conversation (router.gateway.responses_store); 0: none
         self.admin_token = os.environ.get(admin_token_env) or None
-        self.telemetry = Telemetry(telemetry)
+        self.telemetry = Telemetry(telemetry, request_timeout_s=request_timeout_s)
+        self.metrics = replica_metrics(self.telemetry.registry, self._metric_state)  # None outside a Serve replica
         self.stats = GatewayStats()
         self.feed = DecisionFeed()  # the console's live view of decisions and outcomes
         self.view = RoutingView(self.engines, self.telemetry, poll_interval_s=probe_interval_s, probe_timeout_s=probe_timeout_s,
@@ -131,16 +133,16 @@ class Gateway:
 
     async def answer(self, call: Call, headers: dict[str, str]) -> Reply:
         """Route `call`, run it: its typed answer, or its stream's parts (`call.stream`). Raises TandemError."""
+        started = time.perf_counter()
         await self.view.ready()
         try:
             self._check_length(call)
             timeout_s = self._timeout(headers)
         except TandemError as exc:  # refused before routing: counted, with no decision
-            self.records.error(exc.status, code=exc.code)
+            self.records.error(exc.status, code=exc.code, started=started)
             raise
         call.request_id = headers.get("x-request-id") or new_id("chatcmpl" if call.chat else "cmpl")
         call.route = call.route.model_copy(update={"request_id": call.request_id})  # the shadow-verification draw
-        started = time.perf_counter()
         tracer = self.telemetry.tracer
         with tracer.start_as_current_span("tandem.request", attributes={"request.id": call.request_id, "request.model": call.model,
                                                                        "request.stream": call.stream}) as root:
@@ -148,7 +150,7 @@ class Gateway:
                 try:
                     decision = self.router.decide(call.route, self.view.view())
                 except TandemError as exc:
-                    self.records.error(exc.status, code=exc.code)
+                    self.records.error(exc.status, code=exc.code, started=started)
                     raise
                 route_span.set_attributes({f"decision.{k}": v for k, v in decision.model_dump().items() if v is not None and not isinstance(v, dict)})
             root.set_attribute("tandem.mode", decision.mode)
@@ -178,8 +180,19 @@ class Gateway:
         asked = client_timeout(headers) if self.client_timeouts else None
         return self.timeout_s if asked is None else min(asked, self.timeout_s)
 
-    def metrics_text(self) -> bytes:
-        """GET /metrics: every instrument in Prometheus text format, with the live policy's state."""
+    def _metric_state(self) -> None:
+        """The live policy's state into the gauges, read before each publication or scrape."""
         store = self.router.store.status()
         self.telemetry.set_state(self.router.policy.version, bool(store.get("healthy", True)))
-        return self.telemetry.prometheus_text()
+
+    async def metrics_text(self) -> bytes:
+        """GET /metrics: every instrument in Prometheus text format, the aggregate over every Gateway
+        replica of this application (router.gateway.metrics_aggregate); this Gateway's own outside a
+        Serve replica. Raises ServiceUnavailableError when the aggregate does not answer."""
+        if self.metrics is None:
+            self._metric_state()
+            return self.telemetry.prometheus_text()
+        try:
+            return await self.metrics.text()
+        except Exception as exc:  # a replica's own numbers would read as a counter reset: no answer instead
+            raise ServiceUnavailableError(f"the metrics aggregate did not answer: {type(exc).__name__}", code="metrics_unavailable") from None

@@ -29,6 +29,7 @@ class Attempt:
     result: GenerationResult | None = None  # a whole answer
     stream: EngineStream | None = None  # a stream's items after `first`
     first: str | GenerationResult | TandemError | None = None  # a stream's first item (None: it ended at once)
+    first_token_at: float | None = None  # time.perf_counter() when a stream's first content token went out
 
     def headers(self) -> dict[str, str]:
         """Response headers that say where it was answered (beside the decision's own)."""

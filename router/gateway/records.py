@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 
 from engines.types import GenerationRequest, GenerationResult
 from router.decision.engine_client import EngineClient
@@ -39,15 +40,18 @@ class Records:
         outcome, decision = Outcome.of(attempt, result, call.stream), attempt.decision
         self.stats.record(outcome)
         self.feed.record(outcome, decision)
-        self.telemetry.record(outcome, decision)
+        self.telemetry.record(outcome, decision, prompt_tokens=result.stats.prompt_tokens, first_token_at=attempt.first_token_at,
+                              finished_at=time.perf_counter())
         shadow = decision.shadow_verify and outcome.mode == "block"
         if shadow or self.redis is not None:
             self._spawn(self._after(call.route, attempt, result.checked_ids, outcome, shadow))
 
-    def error(self, status: int, code: str | None = None, decision=None, mode: str | None = None) -> None:
-        """An answered error: /admin/stats, the requests counter and (with a decision: it was routed) the feed."""
+    def error(self, status: int, code: str | None = None, decision=None, mode: str | None = None, started: float | None = None) -> None:
+        """An answered error: /admin/stats, the metrics (requests by what is known of its route, and its
+        latency from `started`, time.perf_counter() at arrival) and (with a decision: it was routed) the feed."""
         self.stats.error(status)
-        self.telemetry.requests.add(1, {"status": str(status)})
+        latency_s = None if started is None else time.perf_counter() - started
+        self.telemetry.error(status, latency_s, mode=mode or (decision.mode if decision is not None else None), decision=decision)
         if decision is not None:
             self.feed.error(decision, mode or decision.mode, status, code)
 

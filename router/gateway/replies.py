@@ -48,7 +48,7 @@ class Replies:
         check = call.output.content_check_for(result.text, result.finish_reason)
         if check is not None and not await check_off_loop(check.matches, result.text):
             log.error("answer under a grammar does not match its response_format (request %s)", call.request_id)
-            self.records.error(422, code="response_format_unsatisfied")
+            self.records.error(422, code="response_format_unsatisfied", decision=attempt.decision, mode=attempt.mode, started=attempt.started)
             raise UnprocessableError("the answer does not match response_format although it was decoded under its grammar",
                                      code="response_format_unsatisfied", param="response_format")
         self.records.answered(call, attempt, result)
@@ -66,7 +66,8 @@ class Replies:
             while item is not None:
                 if isinstance(item, str):
                     if first_token and item:
-                        self.telemetry.ttft.record((time.perf_counter() - attempt.started) * 1000, {"mode": mode})
+                        attempt.first_token_at = time.perf_counter()
+                        self.telemetry.ttft.record(attempt.first_token_at - attempt.started, {"mode": mode})
                         first_token = False
                     for part in reader.feed(item) if call.chat else [TextDelta(item)]:
                         yield part
@@ -79,7 +80,7 @@ class Replies:
                     yield Finished(Answer.of(attempt, item, content, reader.calls))
                     break
                 elif isinstance(item, TandemError):
-                    self.records.error(item.status, code=item.code, decision=decision, mode=mode)
+                    self.records.error(item.status, code=item.code, decision=decision, mode=mode, started=attempt.started)
                     yield Failed(item)
                     break
                 try:
@@ -91,7 +92,7 @@ class Replies:
             ended = True
             if replica_died(exc):
                 self.view.health.died(self.view.layout.engine(mode))
-            self.records.error(503, code="engine_unavailable", decision=decision, mode=mode)
+            self.records.error(503, code="engine_unavailable", decision=decision, mode=mode, started=attempt.started)
             yield Failed(EngineUnavailableError(f"the {mode} engine failed mid-stream: {type(exc).__name__}"))
         finally:
             if not ended:  # closed from outside: the client went away (an ordinary disconnect, not an error)

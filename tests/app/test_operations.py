@@ -92,7 +92,7 @@ def test_invalid_policy_is_refused_with_reasons_and_nothing_changes(base_url, ad
 def test_spans_and_metrics_are_exported(base_url, serve_app):
     r = chat(base_url, model="tandem-verified")
     assert r.status_code == 200
-    wanted = ("tandem.requests", "tandem.latency", "tandem.tokens_per_forward", "tandem.acceptance_rate")
+    wanted = ("tandem.requests", "tandem.e2e_request_latency", "tandem.tokens_per_forward", "tandem.draft_acceptance_ratio")
     spans, metrics = [], []
     deadline = time.time() + 15
     while time.time() < deadline:  # metrics are exported every second

@@ -48,17 +48,18 @@ def test_the_metrics_read_as_prometheus_text():
     t = Telemetry("none")
     try:
         t.record(outcome("ar"), decision("ar"))
-        t.set_queue_depth({"block": 0.5}, running={"block": 3.0})
+        t.set_queue_depth({"block": 0.5}, running={"block": 3.0}, waiting={"block": 2.0})
         t.set_state(policy_version=4, redis_up=True)
         samples = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if not k.startswith("otel_")))): s.value
                    for family in text_string_to_metric_families(t.prometheus_text().decode()) for s in family.samples}
     finally:
         t.shutdown()
     requests = [v for (name, labels), v in samples.items() if name == "tandem_requests_total" and ("mode", "ar") in labels]
-    assert requests == [1.0]
-    assert samples[("tandem_queue_depth", (("engine", "block"),))] == 0.5
-    assert samples[("tandem_running_rows", (("engine", "block"),))] == 3.0
+    assert sorted(requests) == [0.0, 1.0]  # the series present from the start, and the routed one
+    assert samples[("tandem_queue_fill_ratio", (("engine", "block"),))] == 0.5
+    assert samples[("tandem_num_requests_running", (("engine", "block"),))] == 3.0
     assert samples[("tandem_policy_version", ())] == 4.0 and samples[("tandem_redis_up", ())] == 1.0
+    assert samples[("tandem_num_requests_waiting", (("engine", "block"),))] == 2.0
 
 
 def test_an_unknown_exporter_is_refused_naming_the_valid_ones_and_a_file_gets_one_span_a_line(tmp_path):
