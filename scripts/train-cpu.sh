@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 RUN=${TANDEM_RUN_DIR:-$HOME/.cache/tandem/runs/gemma3-270m-adapt}
 SHIP=engines/checkpoints/gemma3-270m
 MINUTES=${MINUTES:-600}
+# One thread: beside other work on two cores, a second OpenMP thread waits on the first more than it helps
+# (a busy machine's 2-thread steps ran 2-3x slower than 1-thread ones here).
+THREADS=${THREADS:-1}
 COMMIT_EVERY_S=${COMMIT_EVERY_S:-3600}
-OMP_NUM_THREADS=2 nice -n 19 .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" &
+OMP_NUM_THREADS=$THREADS nice -n 19 .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" --threads "$THREADS" &
 trainer=$!
 commit() {
   git add "$SHIP"/adapter_model.safetensors "$SHIP"/adapter_config.json "$SHIP"/adapter_meta.json 2>/dev/null || return 0
