@@ -9,7 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "tandem-tiny"  # the embedded tiny DiffusionGemma
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+SHIPPED_CHECKPOINT = CHECKPOINTS / "tandem-tiny"  # the project's own tiny DiffusionGemma: fast tests, TANDEM_CHECKPOINT=tiny
+DEFAULT_CHECKPOINT = "gemma3-270m"  # the embedded default: Gemma 3 270M imported at first use, with our adapters
+# Checkpoint names an engine resolves (engines.model.loading.resolve_checkpoint); anything else is a directory.
+CHECKPOINT_NAMES = ("gemma3-270m", "tiny")
 CANVAS_SIZES: tuple[int, ...] = (64, 128, 256)  # right-sized canvases; the largest is the model's canvas_length
 DEFAULT_MAX_TOKENS = 512  # output tokens when a request sets no max_tokens
 MAX_BATCH_SIZE = 8  # rows one engine replica decodes together per step
@@ -20,5 +24,5 @@ PREFIX_CACHE_TOKENS = 32_768  # prompt-head tokens whose KV one replica keeps fo
 
 
 def default_checkpoint() -> str:
-    """The checkpoint an engine loads when none is named: $TANDEM_CHECKPOINT, else the shipped one."""
-    return os.environ.get("TANDEM_CHECKPOINT") or str(SHIPPED_CHECKPOINT)
+    """The checkpoint an engine loads when none is named: $TANDEM_CHECKPOINT, else the embedded default."""
+    return os.environ.get("TANDEM_CHECKPOINT") or DEFAULT_CHECKPOINT

@@ -162,6 +162,9 @@ class EngineInfo:
     canvas_length: int  # the largest canvas the model denoises
     context_length: int  # prompt + answer tokens the model can hold
     max_chars_per_token: int | None = None  # the most characters one token covers (engines.prompt_bounds); None: no such bound
+    # name, parameters, source (a package pin or a directory), sha256 of the imported file (None: not imported),
+    # adapters (their step and held-out score) where merged: engines.model.loading.checkpoint_facts
+    facts: dict = field(default_factory=dict)
 
 
 @dataclass

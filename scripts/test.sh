@@ -34,6 +34,9 @@ fi
 .venv/bin/ruff check .
 
 export RAY_USAGE_STATS_ENABLED=0 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
+# The suite's apps and engines run the tiny test model unless a test names another: the embedded Gemma's
+# own tests (tests/gemma) name it.
+export TANDEM_CHECKPOINT="${TANDEM_CHECKPOINT:-tiny}"
 # Two workers (pytest-xdist): much of the suite waits on Ray apps starting and on HTTP, and an
 # engine test uses one core; tests/conftest.py keeps tests that share a costly fixture on one worker
 # (its scheduler groups them).

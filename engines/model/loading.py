@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -30,7 +30,8 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 class LoadedModel:
     model: DiffusionGemmaForBlockDiffusion  # in eval mode, on `device`
     tokenizer: PreTrainedTokenizerBase
-    path: Path  # the directory it came from
+    path: Path  # the checkpoint's home: its weights, or (an imported one) its adapters and cost profile
+    facts: dict = field(default_factory=dict)  # name, parameters, source, sha256: what /admin/stats shows
 
     @property
     def config(self) -> DiffusionGemmaConfig:
@@ -70,9 +71,51 @@ def quiet_transformers(on: bool):
         hf_logging.set_verbosity(before)
 
 
+def resolve_checkpoint(name: str | os.PathLike) -> tuple[Path, Path, Path | None]:
+    """(weights directory, home, adapters directory or None) of a checkpoint name (engines.defaults.CHECKPOINT_NAMES)
+    or directory. "gemma3-270m" is imported from its package on first use (minutes, once per machine)."""
+    from engines.defaults import CHECKPOINTS, SHIPPED_CHECKPOINT
+    from engines.model.adapters import has_adapters
+
+    if str(name) == "tiny":
+        return SHIPPED_CHECKPOINT, SHIPPED_CHECKPOINT, None
+    if str(name) == "gemma3-270m":
+        from engines.model.gemma3_import import import_gemma3
+
+        home = CHECKPOINTS / "gemma3-270m"
+        return import_gemma3(), home, home if has_adapters(home) else None
+    path = Path(name)
+    return path, path, path / "adapters" if has_adapters(path / "adapters") else None
+
+
+def checkpoint_facts(weights: Path, home: Path, adapters: Path | None, model) -> dict:
+    """What a replica says it serves: its name, parameter count, where the weights came from, their hash."""
+    imported = weights / "import.json"
+    facts = json.loads(imported.read_text()) if imported.is_file() else {"source": str(weights), "sha256": None}
+    facts = {"name": home.name, "parameters": sum(p.numel() for p in model.parameters()),
+             "source": facts["source"], "sha256": facts["sha256"]}
+    if adapters is not None:
+        meta = adapters / "adapter_meta.json"
+        facts["adapters"] = {"path": adapters.name, **(json.loads(meta.read_text()) if meta.is_file() else {})}
+    return facts
+
+
 def load_checkpoint(path: str | os.PathLike, dtype: str = "float32", device: str = "cpu") -> LoadedModel:
-    """Load weights (safetensors), config, generation config and tokenizer from `path`; never touches the network."""
-    path = Path(path)
+    """Load weights (safetensors), config, generation config and tokenizer from a checkpoint directory or name,
+    adapters merged; never touches the network."""
+    weights, home, adapters = resolve_checkpoint(path)
+    loaded = load_directory(weights, dtype, device)
+    if adapters is not None:
+        from engines.model.adapters import merge_adapters
+
+        loaded.model = merge_adapters(loaded.model, adapters)
+    loaded.path = home
+    loaded.facts = checkpoint_facts(weights, home, adapters, loaded.model)
+    return loaded
+
+
+def load_directory(path: Path, dtype: str = "float32", device: str = "cpu") -> LoadedModel:
+    """One checkpoint directory as it is on disk."""
     if dtype not in DTYPES:
         raise CheckpointError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}", param="dtype")
     if not path.is_dir():

@@ -22,37 +22,10 @@ from engines.cost import CostProfile
 from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S, default_checkpoint
 from engines.errors import InvalidRequestError, TandemError
 from engines.batch.prefix_cache import DEFAULT_CACHE_TOKENS
+from engines.process import ray_node, replica_name, rss_mb
 from engines.types import EngineInfo, EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.engine")
-
-def ray_node() -> str | None:
-    """The id of the Ray node this process runs on (None outside Ray)."""
-    try:
-        import ray
-
-        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
-    except Exception:
-        return None
-
-
-def replica_name() -> str | None:
-    """This Serve replica's Ray actor name (None outside Serve)."""
-    try:
-        from ray import serve
-
-        return serve.get_replica_context().replica_id.to_full_id_str()
-    except Exception:
-        return None
-
-
-def rss_mb() -> float | None:
-    """Resident memory of this process in MiB (Linux /proc; None elsewhere), for /admin/stats."""
-    try:
-        with open("/proc/self/statm") as fh:
-            return round(int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 class EngineDeployment:
@@ -141,7 +114,8 @@ class EngineDeployment:
 
     def info(self) -> EngineInfo:
         return EngineInfo(checkpoint=self.engine.path.name, modes=list(self.modes), canvas_length=self.engine.config.canvas_length,
-                          context_length=self.engine.context_length, max_chars_per_token=self.engine.prompt_encoder.limit.max_chars_per_token)
+                          context_length=self.engine.context_length, max_chars_per_token=self.engine.prompt_encoder.limit.max_chars_per_token,
+                          facts=self.engine.facts)
 
     def cost_profile(self) -> CostProfile | None:
         """The checkpoint's measured cost profile, if it ships one."""

@@ -51,6 +51,7 @@ class DiffusionEngine:
         self.compiled = compile_model(self.model, compile)  # engines.batch.compiled: the model's calls, compiled in place
         self.tokenizer = loaded.tokenizer
         self.path = loaded.path
+        self.facts = loaded.facts  # what the checkpoint is (engines.model.loading.checkpoint_facts)
         self.config = loaded.model.config
         text = self.config.text_config
         self.vocab_size = text.vocab_size

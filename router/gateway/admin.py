@@ -145,19 +145,21 @@ async def recent_decisions(after: str = "", limit: int = Query(200, ge=1, le=FEE
 
 @admin.get("/stats")
 async def stats(gw=Depends(require_admin)):
-    from engines.replica.deployment import ray_node, rss_mb
+    from engines.process import ray_node, rss_mb
     from router.gateway import decisions_log
 
-    loads = {}
+    loads, checkpoint = {}, None
     for name, handle in gw.engines.items():  # each engine deployment, with the modes it serves (router.decision.layouts)
         served = {"deployment": gw.layout.deployments[name], "modes": gw.layout.modes(name)}
         try:
             loads[name] = served | dataclasses.asdict(await asyncio.wait_for(handle.load(), timeout=2.0))
+            checkpoint = checkpoint or (await asyncio.wait_for(handle.info(), timeout=2.0)).facts
         except Exception as exc:
             loads[name] = served | {"error": type(exc).__name__}
     log_stats = decisions_log.stats
     return gw.stats.snapshot() | {
         "layout": gw.layout.name,
+        "checkpoint": checkpoint,  # what the engines serve: name, parameters, source, sha256 (every engine loads the same)
         "engines": loads,
         "routing": gw.view.snapshot(),
         "decisions_log": {"written": log_stats.written, "dropped": log_stats.dropped},
