@@ -87,7 +87,10 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--json", default=None, help="write one record per mode and batch size here")
     p.add_argument("--steps", type=int, default=12, help="denoising steps per canvas")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    p.add_argument("--modes", default="reference,block,ar,verified", help="comma-separated subset to run (reference and ar are needed)")
+    p.add_argument("--modes", default="reference,reference_ar,block,ar,verified",
+                   help="comma-separated subset to run (ar is needed; reference_ar: transformers' own causal LM of an imported checkpoint)")
+    p.add_argument("--max-new-tokens", type=_bounded(int, 1), default=None, help="tokens per answer (default: one canvas of the checkpoint)")
+    p.add_argument("--batch-one", action="store_true", help="batch 1 only (default: batches 1 and 8)")
     p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")
     p.add_argument("--acceptance-from", type=_existing_file, default=None, help="with --write-profile: `tandem eval model --json` output whose verified records give acceptance per task")
     p.add_argument("--shape", choices=["26b-a4b"], default=None, help="a random-weight model of a published checkpoint's shapes instead of a checkpoint (lab/model/configs)")

@@ -27,7 +27,7 @@ from engines.replica.engine import DiffusionEngine
 from engines.errors import InvalidRequestError
 from engines.types import GenerationRequest
 
-MODES = ("reference", "block", "ar", "verified")
+MODES = ("reference", "reference_ar", "block", "ar", "verified")
 
 
 def load_engine(checkpoint: str | None) -> tuple[DiffusionEngine, str]:
@@ -90,10 +90,35 @@ def run_reference(engine: DiffusionEngine, chunk: list[list[int]], steps: int, s
     return tokens * len(chunk), int(forwards.sum())
 
 
-def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: int, seed: int, acc: dict | None = None) -> tuple[int, int]:
+def reference_ar_model(engine: DiffusionEngine):
+    """transformers' own causal LM of the weights an imported checkpoint came from (Gemma 3 read from the same
+    GGUF by transformers' GGUF loader): the AR reference. None for a checkpoint that was not imported."""
+    from engines.model.gemma3_import import GGUF_SHA256, gguf_file
+
+    if engine.facts.get("sha256") != GGUF_SHA256:
+        return None
+    from transformers import AutoModelForCausalLM
+
+    path = gguf_file()
+    return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+
+
+def run_reference_ar(engine: DiffusionEngine, reference, chunk: list[list[int]], max_new: int) -> tuple[int, int]:
+    """transformers' greedy `generate()` of the reference model on a left-padded batch, `max_new` tokens per row
+    (end-of-sequence suppressed, as the engine's runs here write through it): (output tokens, forwards)."""
+    ids, valid = left_pad(chunk, engine.pad_id, engine.model.device)
+    with torch.inference_mode():
+        reference.generate(ids, attention_mask=valid, max_new_tokens=max_new, min_new_tokens=max_new, do_sample=False,
+                           pad_token_id=engine.pad_id)
+    return max_new * len(chunk), max_new - 1
+
+
+def run_mode(engine: DiffusionEngine, mode: str, chunk: list[list[int]], steps: int, seed: int, acc: dict | None = None,
+             max_new: int | None = None) -> tuple[int, int]:
     requests = [
         GenerationRequest(
-            prompt=ids, mode=mode, seed=seed + i, max_new_tokens=engine.config.canvas_length, max_denoising_steps=steps, stop_token_ids=[]
+            prompt=ids, mode=mode, seed=seed + i, max_new_tokens=max_new or engine.config.canvas_length, max_denoising_steps=steps,
+            stop_token_ids=[], canvas=min(engine.config.canvas_length, max_new) if max_new else None,
         )
         for i, ids in enumerate(chunk)
     ]
@@ -157,9 +182,9 @@ def canvas_costs_by_task(
     return steps_by_task, rounds_per_canvas
 
 
-def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
+def measure(engine, modes, prompts, batch, steps, repeats, max_new: int | None = None, reference=None) -> list[dict]:
     """Run every mode on every chunk of `batch` prompts, interleaved so that machine noise hits all
-    modes alike. Returns one record per mode."""
+    modes alike. Returns one record per mode. `max_new`: tokens per answer (default: one canvas)."""
     acc = {m: {"latencies": [], "tokens": 0, "forwards": 0, "elapsed": 0.0} for m in modes}
     for rep in range(repeats):
         for start in range(0, len(prompts), batch):
@@ -168,8 +193,10 @@ def measure(engine, modes, prompts, batch, steps, repeats) -> list[dict]:
                 t0 = time.perf_counter()
                 if mode == "reference":
                     tokens, forwards = run_reference(engine, chunk, steps, seed)
+                elif mode == "reference_ar":
+                    tokens, forwards = run_reference_ar(engine, reference, chunk, max_new or engine.config.canvas_length)
                 else:
-                    tokens, forwards = run_mode(engine, mode, chunk, steps, seed, acc[mode])
+                    tokens, forwards = run_mode(engine, mode, chunk, steps, seed, acc[mode], max_new)
                 dt = time.perf_counter() - t0
                 a = acc[mode]
                 a["latencies"].append(dt)
@@ -207,6 +234,8 @@ def acceptance_by_task(path: str) -> dict[str, float]:
 
 def main(args) -> int:
     by_task = acceptance_by_task(args.acceptance_from) if args.acceptance_from else {}  # before minutes of measuring
+    if args.write_profile and (args.batch_one or args.max_new_tokens):
+        raise InvalidRequestError("--write-profile prices batches 1 and 8 on whole canvases: drop --batch-one and --max-new-tokens")
     if args.threads:
         torch.set_num_threads(args.threads)
     engine, source = load_engine(args.checkpoint)
@@ -214,36 +243,45 @@ def main(args) -> int:
     repeats = 1 if args.quick else 2
     prompts = [engine.prompt_ids(GenerationRequest(messages=m)) for m in bench_prompts(n_prompts)]
     modes = [m for m in MODES if m in args.modes.split(",")]
-    assert "reference" in modes and "ar" in modes, "ratios need the reference and AR runs"
-    print(f"checkpoint: {source}; canvas {engine.config.canvas_length}; {args.steps} steps; {n_prompts} prompts x {repeats}")
+    assert "ar" in modes, "ratios need the AR run"
+    reference = reference_ar_model(engine) if "reference_ar" in modes else None
+    if "reference_ar" in modes and reference is None:
+        modes.remove("reference_ar")
+        print("reference_ar: skipped (the checkpoint was not imported from a GGUF transformers can load)")
+    max_new = args.max_new_tokens
+    batches = (1,) if args.batch_one else (1, 8)
+    print(f"checkpoint: {source}; canvas {engine.config.canvas_length}; {args.steps} steps; {n_prompts} prompts x {repeats}; "
+          f"{max_new or engine.config.canvas_length} tokens per answer")
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
 
     for mode in modes:  # warm-up: first calls pay for allocations and lazy initialisation
-        measure(engine, [mode], prompts[:2], 2, args.steps, 1)
+        measure(engine, [mode], prompts[:2], 2, args.steps, 1, max_new=8 if max_new else None, reference=reference)
     peak = matmul_peak_gflops()
     records = []
-    for batch in (1, 8):
-        records += measure(engine, modes, prompts, batch, args.steps, repeats)
+    for batch in batches:
+        records += measure(engine, modes, prompts, batch, args.steps, repeats, max_new=max_new, reference=reference)
         print(f"  measured batch {batch}", flush=True)
     for rec in records:
         same = {r["mode"]: r for r in records if r["batch"] == rec["batch"]}
-        rec["ratio_vs_reference"] = rec["tokens_per_s"] / same["reference"]["tokens_per_s"]
+        rec["ratio_vs_reference"] = rec["tokens_per_s"] / same["reference"]["tokens_per_s"] if "reference" in same else None
+        rec["ratio_vs_reference_ar"] = rec["tokens_per_s"] / same["reference_ar"]["tokens_per_s"] if "reference_ar" in same else None
         rec["ratio_vs_ar"] = rec["tokens_per_s"] / same["ar"]["tokens_per_s"]
 
     utilization = []
-    for batch in (1, 8):
+    for batch in batches if "block" in modes else ():
         flops = decoder_step_flops(engine, prompts[:batch], engine.config.canvas_length)
         block = next(r for r in records if r["mode"] == "block" and r["batch"] == batch)
         step_s = block["ms_per_forward"] / 1000  # one canvas per request: every forward after prefill is a step
         utilization.append({"batch": batch, "decoder_step_gflop": flops / 1e9, "step_ms": step_s * 1000, "share_of_peak": flops / step_s / 1e9 / peak})
 
     print()
-    print("| mode | batch | tokens/s | tokens/forward | p50 ms | vs reference | vs AR |")
-    print("|---|---|---|---|---|---|---|")
+    ratio = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
+    print("| mode | batch | tokens/s | tokens/forward | p50 ms | vs reference | vs reference_ar | vs AR |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in records:
         print(
             f"| {r['mode']} | {r['batch']} | {r['tokens_per_s']:.1f} | {r['tokens_per_forward']:.2f} | {r['p50_ms']:.0f} "
-            f"| {r['ratio_vs_reference']:.2f}x | {r['ratio_vs_ar']:.2f}x |"
+            f"| {ratio(r['ratio_vs_reference'])} | {ratio(r['ratio_vs_reference_ar'])} | {ratio(r['ratio_vs_ar'])} |"
         )
     print()
     print(f"fp32 matmul peak: {peak:.1f} GFLOP/s")
