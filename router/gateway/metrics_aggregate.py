@@ -41,7 +41,9 @@ NAMESPACE = "tandem"
 
 # One family as published: (name, documentation, type, unit, samples), each sample (name, labels, value)
 # with labels as sorted (key, value) pairs; the OpenTelemetry exporter's otel_scope_* labels are dropped
-# (the same on every series, noise in every query).
+# (the same on every series, noise in every query), and so are empty ones: the exporter gives every
+# series of a family the labels of its widest one, empty where unset, so a series' label set would
+# change with the first request that sets more of them (Prometheus reads an empty label as absent).
 Family = tuple[str, str, str, str, list[tuple[str, tuple[tuple[str, str], ...], float]]]
 
 
@@ -49,7 +51,7 @@ def families_of(registry: CollectorRegistry) -> list[Family]:
     """A registry's samples now, as plain data a Ray call can carry."""
     out = []
     for metric in registry.collect():
-        samples = [(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if not k.startswith("otel_scope_"))), s.value)
+        samples = [(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if v != "" and not k.startswith("otel_scope_"))), s.value)
                    for s in metric.samples]
         out.append((metric.name, metric.documentation, metric.type, metric.unit, samples))
     return out

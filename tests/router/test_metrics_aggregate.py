@@ -122,3 +122,15 @@ def test_the_aggregate_answers_the_same_text_until_something_changes_and_ignores
     assert value(families(aggregate.text()), "tandem_requests", "tandem_requests_total", mode="ar", status="200") == 3
     aggregate.publish("replica-b", 2, second)
     assert value(families(aggregate.text()), "tandem_requests", "tandem_requests_total", mode="ar", status="200") == 4
+
+
+def test_a_series_keeps_its_labels_when_a_later_request_sets_more_of_them():
+    """The exporter pads every series of a family with the labels of its widest, empty where unset:
+    the aggregate drops empty labels, so the zero series present from the start is the same series after."""
+    aggregate = MetricsAggregate()
+    aggregate.publish("replica-a", 1, replica_families())
+    fresh = {(s.name, tuple(sorted(s.labels.items()))) for f in families(aggregate.text()).values() for s in f.samples}
+    aggregate.publish("replica-a", 2, replica_families(outcome("ar")))
+    later = {(s.name, tuple(sorted(s.labels.items()))) for f in families(aggregate.text()).values() for s in f.samples}
+    assert ("tandem_requests_total", (("mode", "block"), ("status", "200"))) in fresh
+    assert fresh <= later, f"series gone: {sorted(fresh - later)[:3]}"
