@@ -30,6 +30,14 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
     || { $sudo_ apt-get update && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y chromium; }
 fi
 
+# The JavaScript agent SDK's packages (tests/js: Vercel's AI SDK, pinned by its package-lock.json) from the
+# npm registry into tests/js/node_modules, never globally; tests/agents/test_ai_sdk_js.py runs node on them.
+if command -v npm >/dev/null; then
+  (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+else
+  echo "npm is missing: tests/agents/test_ai_sdk_js.py will fail (install Node 20 and npm)"
+fi
+
 # Lint first (pyproject's [tool.ruff]): a name error fails in a second, not after the suite.
 .venv/bin/ruff check .
 
