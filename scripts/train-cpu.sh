@@ -12,7 +12,7 @@ MINUTES=${MINUTES:-600}
 # (a busy machine's 2-thread steps ran 2-3x slower than 1-thread ones here).
 THREADS=${THREADS:-1}
 COMMIT_EVERY_S=${COMMIT_EVERY_S:-3600}
-OMP_NUM_THREADS=$THREADS nice -n 19 .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" --threads "$THREADS" &
+OMP_NUM_THREADS=$THREADS nice -n "${NICE:-19}" .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" --threads "$THREADS" &
 trainer=$!
 commit() {
   git add "$SHIP"/adapter_model.safetensors "$SHIP"/adapter_config.json "$SHIP"/adapter_meta.json 2>/dev/null || return 0

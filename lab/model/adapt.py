@@ -32,7 +32,8 @@ from pathlib import Path
 
 import torch
 
-from lab.model.train import TrainConfig, corrupt, losses, make_batch, new_cache, skeleton_canvas, encode_item, softcap
+from engines.model.logits import self_conditioned_by
+from lab.model.train import Batch, TrainConfig, corrupt, encode_item, make_batch, new_cache, skeleton_canvas, softcap
 from lab.model.tasks import generate_suite
 
 ADAPTED_FAMILIES = {"schema": 3.0, "toolcall": 3.0, "label": 1.0, "tool": 1.0, "extract": 1.0, "classify": 0.5, "summarize": 0.5, "plan": 0.5}
@@ -54,11 +55,14 @@ class AdaptConfig:
     rank: int = 16
     alpha: int = 32
     # optimisation: constant lr after warm-up (ENVIRONMENT.md: decay kept small models on their plateau)
-    lr: float = 2e-4
+    lr: float = 4e-4
     warmup: int = 20
     rows: int = 4  # rows per batch
     skeleton_prob: float = 0.75  # structured rows whose canvas is skeleton-seeded
     self_cond_prob: float = 0.5
+    # steps that train the encoder (AR) too; the rest run it without gradients and train the decoder alone
+    # (the imported base already writes AR well; an encoder backward is most of a step's cost on a CPU)
+    ar_prob: float = 0.3
     families: dict = field(default_factory=lambda: dict(ADAPTED_FAMILIES))
     canvas_probs: tuple[float, float, float] = (0.9, 0.1, 0.0)  # P(C = 64, 128, 256)
     # progress
@@ -72,6 +76,54 @@ class AdaptConfig:
         return TrainConfig(seed=self.seed, long_batch_prob=0.0, batch_short=self.rows, family_weights=self.families,
                            short_canvas_probs=self.canvas_probs, skeleton_prob=self.skeleton_prob,
                            self_cond_prob=self.self_cond_prob, offset_prob=0.1)
+
+
+def soft_embeddings(model, hidden: torch.Tensor, clean: torch.Tensor, trained: torch.Tensor) -> torch.Tensor:
+    """The self-conditioning signal (B, C, H) serving feeds the next step: softmax of the step's logits times the
+    embeddings, computed only where a position is trained; a given (skeleton) position is certain of its token,
+    so its signal is that token's embedding (what one-hot logits give, without the vocabulary-wide work)."""
+    embed = model.model.decoder.embed_tokens
+    scale = embed.embed_scale.to(hidden.dtype)
+    out = embed.weight[clean] * scale  # (B, C, H)
+    logits = softcap(model.lm_head(hidden[trained]), model.config.get_text_config().final_logit_softcapping)  # (N, V)
+    out[trained] = torch.softmax(logits.float(), -1).to(embed.weight.dtype) @ embed.weight * scale
+    return out
+
+
+def adapt_losses(model, batch: Batch, cfg: AdaptConfig, gen: torch.Generator, self_cond: bool, train_encoder: bool):
+    """(AR loss or None, denoising loss) of one batch; logits only where a loss or a signal reads them."""
+    text = model.config.get_text_config()
+    cache = new_cache(model)
+    trained_ar = batch.ar_targets != -100  # (B, S)
+    with torch.set_grad_enabled(train_encoder):
+        enc = model.model.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask, cache=cache)
+        enc_loss = None
+        if train_encoder:
+            ar_logits = softcap(model.lm_head(enc.last_hidden_state[trained_ar]), text.final_logit_softcapping)  # (N, V)
+            enc_loss = torch.nn.functional.cross_entropy(ar_logits.float(), batch.ar_targets[trained_ar])
+    extra = batch.input_ids.shape[1] - batch.context_len
+    if extra:
+        cache.crop(-extra)  # the decoder must not see the answer
+    B, C = batch.canvas.shape
+    t = 0.05 + 0.95 * torch.rand(B, generator=gen)
+    noisy = corrupt(batch.canvas, t, text.vocab_size, gen)  # (B, C)
+    fixed = batch.fixed if batch.fixed is not None else torch.zeros_like(batch.canvas, dtype=torch.bool)
+    noisy = torch.where(fixed, batch.canvas, noisy)
+    trained = ~fixed  # (B, C): the skeleton is given, not trained
+    mask = torch.cat([batch.attention_mask[:, : batch.context_len], torch.ones(B, C, dtype=torch.long)], dim=1)
+
+    def decode(signal):
+        with self_conditioned_by(model, signal):
+            return model.model.decoder(decoder_input_ids=noisy, cache=cache, decoder_attention_mask=mask).last_hidden_state
+
+    signal = None
+    if self_cond:
+        with torch.no_grad():
+            signal = soft_embeddings(model, decode(None), batch.canvas, trained)
+    hidden = decode(signal)  # (B, C, H)
+    logits = softcap(model.lm_head(hidden[trained]), text.final_logit_softcapping)  # (N, V)
+    dec_loss = torch.nn.functional.cross_entropy(logits.float(), batch.canvas[trained])
+    return enc_loss, dec_loss
 
 
 def lora_config(cfg: AdaptConfig):
@@ -163,7 +215,7 @@ def adapt(cfg: AdaptConfig, resume: bool = True, log=print) -> dict:
     eval_items = generate_suite(cfg.eval_items, "val", cfg.seed, tuple(cfg.families))
     logfile = open(out / "adapt_log.jsonl", "a")
     t0 = last_eval = last_save = time.time()
-    window = {"enc": 0.0, "dec": 0.0, "tokens": 0, "n": 0, "t": t0}
+    window = {"enc": 0.0, "enc_n": 0, "dec": 0.0, "tokens": 0, "n": 0, "t": t0}
 
     def record(rec: dict) -> None:
         log(json.dumps(rec))
@@ -193,22 +245,25 @@ def adapt(cfg: AdaptConfig, resume: bool = True, log=print) -> dict:
         self_cond = random.Random(f"{cfg.seed}/sc/{step}").random() < cfg.self_cond_prob
         for group in opt.param_groups:
             group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup)
-        enc_loss, dec_loss = losses(model, batch, train_cfg, gen, self_cond)
+        train_encoder = random.Random(f"{cfg.seed}/ar/{step}").random() < cfg.ar_prob
+        enc_loss, dec_loss = adapt_losses(model, batch, cfg, gen, self_cond, train_encoder)
         opt.zero_grad(set_to_none=True)
-        (enc_loss + dec_loss).backward()
+        (dec_loss if enc_loss is None else enc_loss + dec_loss).backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         opt.step()
         step += 1
-        window["enc"] += enc_loss.item()
+        if enc_loss is not None:
+            window["enc"] += enc_loss.item()
+            window["enc_n"] += 1
         window["dec"] += dec_loss.item()
         window["tokens"] += int(batch.attention_mask.sum()) + batch.canvas.numel()
         window["n"] += 1
         now = time.time()
         if step % cfg.log_every == 0:
             dt = now - window["t"]
-            record({"step": step, "enc_loss": round(window["enc"] / window["n"], 4), "dec_loss": round(window["dec"] / window["n"], 4),
+            record({"step": step, "enc_loss": round(window["enc"] / max(1, window["enc_n"]), 4), "dec_loss": round(window["dec"] / window["n"], 4),
                     "tok_s": round(window["tokens"] / dt, 1), "s_per_step": round(dt / window["n"], 2), "elapsed_min": round((now - t0) / 60, 1)})
-            window = {"enc": 0.0, "dec": 0.0, "tokens": 0, "n": 0, "t": time.time()}
+            window = {"enc": 0.0, "enc_n": 0, "dec": 0.0, "tokens": 0, "n": 0, "t": time.time()}
         if now - last_save >= cfg.save_every_s:
             save_adapters(peft_model, out, {"step": step})
             last_save = time.time()
