@@ -36,7 +36,7 @@ from engines.model.logits import self_conditioned_by
 from lab.model.train import Batch, TrainConfig, corrupt, encode_item, make_batch, new_cache, skeleton_canvas, softcap
 from lab.model.tasks import generate_suite
 
-ADAPTED_FAMILIES = {"schema": 3.0, "toolcall": 3.0, "label": 1.0, "tool": 1.0, "extract": 1.0, "classify": 0.5, "summarize": 0.5, "plan": 0.5}
+ADAPTED_FAMILIES = {"schema": 2.0, "wild": 3.0, "toolcall": 3.0, "label": 1.0, "tool": 1.0, "extract": 1.0, "classify": 0.5, "summarize": 0.5, "plan": 0.5}
 LORA_TARGETS = r"model\.(encoder\.language_model|decoder)\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)"
 STATE = "adapt_state.json"
 
