@@ -1,8 +1,9 @@
 """OpenTelemetry for the gateway: a span tree per request and metrics, exporter chosen by config.
 
-Metrics are always served in Prometheus text format at `GET /metrics` (the OpenTelemetry
-Prometheus exporter reading the same instruments, into a registry private to the gateway), whatever
-the exporter. Exporters (`telemetry` argument of the app): `none` (spans and metrics are still
+Metrics are always served in Prometheus text format at `GET /metrics`, whatever the exporter: the
+OpenTelemetry Prometheus exporter reads the same instruments into a registry private to the
+gateway, and router.gateway.metrics_aggregate sums every replica's registry into what a scrape
+answers. Their Prometheus names follow Prometheus' and vLLM's conventions (`Telemetry`). Exporters (`telemetry` argument of the app): `none` (spans and metrics are still
 made, nothing else leaves the process), `console` (stdout), `file:PATH` (one JSON span per line, metrics every
 second — what the tests read), `otlp` (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT; needs the
 `opentelemetry-exporter-otlp-proto-http` package). Providers are private to the gateway, not
