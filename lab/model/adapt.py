@@ -34,7 +34,7 @@ import torch
 
 from engines.model.logits import self_conditioned_by
 from lab.model.train import Batch, TrainConfig, corrupt, encode_item, make_batch, new_cache, skeleton_canvas, softcap
-from lab.model.tasks import generate_suite
+from lab.model.tasks import FAMILIES, generate_suite
 
 ADAPTED_FAMILIES = {"schema": 2.0, "wild": 3.0, "toolcall": 3.0, "label": 1.0, "tool": 1.0, "extract": 1.0, "classify": 0.5, "summarize": 0.5, "plan": 0.5}
 LORA_TARGETS = r"model\.(encoder\.language_model|decoder)\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)"
@@ -212,7 +212,7 @@ def adapt(cfg: AdaptConfig, resume: bool = True, log=print) -> dict:
         f"{cfg.threads} thread(s)")
     opt = torch.optim.AdamW(trainable, lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.0)
     train_cfg = cfg.train_config()
-    eval_items = generate_suite(cfg.eval_items, "val", cfg.seed, tuple(cfg.families))
+    eval_items = generate_suite(cfg.eval_items, "val", cfg.seed, tuple(f for f in cfg.families if f in FAMILIES))  # the suite's own
     logfile = open(out / "adapt_log.jsonl", "a")
     t0 = last_eval = last_save = time.time()
     window = {"enc": 0.0, "enc_n": 0, "dec": 0.0, "tokens": 0, "n": 0, "t": t0}
