@@ -49,11 +49,14 @@ class RoutingView:
 
     `engines` maps an engine name ("block", "ar"; "shared") to its `EngineClient`, and `layout`
     says which modes each serves (router.decision.layouts); `telemetry` (optional) gets each poll's
-    queue ratios as the queue-depth gauge."""
+    queue ratios as the queue-depth gauge; `clock` (seconds, monotonic) times the requests it sees
+    dispatched and returned, and the work ahead: a test passes a clock it advances itself."""
 
     def __init__(self, engines: dict[Engine, EngineClient], telemetry=None, poll_interval_s: float = POLL_INTERVAL_S,
-                 probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S, layout: Layout = SPLIT):
+                 probe_timeout_s: float = PROBE_TIMEOUT_S, facts_timeout_s: float = FACTS_TIMEOUT_S, layout: Layout = SPLIT,
+                 clock: Callable[[], float] = time.monotonic):
         self.engines = engines
+        self.clock = clock
         self.layout = layout
         self.poll_interval_s, self.probe_timeout_s, self.facts_timeout_s = poll_interval_s, probe_timeout_s, facts_timeout_s
         self.health = EngineHealth(engines)
@@ -176,7 +179,7 @@ class RoutingView:
             out[name] = EngineView(queued=total - running, running=running, capacity=load.capacity, queue_ratio=load.queue_ratio,
                                    calibration=self.calibration[(name, state)].factor,
                                    overhead_ms=self.overhead[(name, state)].ms,
-                                   backlog_ms=self.backlog.ahead_ms(time.monotonic()) if name == canvases else None,
+                                   backlog_ms=self.backlog.ahead_ms(self.clock()) if name == canvases else None,
                                    by_task={(m, t): c.factor for (m, t, at), c in self.by_task.items()
                                             if self.layout.engine(m) == name and at == state and c.count >= TASK_EVIDENCE},
                                    prefix_reuse=prefix_reuse(load.stats),
@@ -185,7 +188,7 @@ class RoutingView:
                                    seen=frozenset(m for (m, at), n in self.answered.items() if self.layout.engine(m) == name and at == state and n),
                                    by_mode={m: n for m in self.layout.modes(name) if (n := self._mode_occupied(m, load))} if shared else {},
                                    step_ms=dict(self._step_ms[name]) if shared else {}, lanes_apart=shared and load.lane_threads > 1,
-                                   tokens_work_ms=self.tokens_work[name].ahead_ms(time.monotonic()) if shared else None)
+                                   tokens_work_ms=self.tokens_work[name].ahead_ms(self.clock()) if shared else None)
         return out
 
     def _mode_occupied(self, mode: str, load: EngineLoad) -> int:
@@ -211,7 +214,7 @@ class RoutingView:
         the tokens really written, see `Ticket`) and, on the block engine, its own work in the backlog.
         `agrees`: the agreement head expected block to answer as AR (a `DraftKey`'s half)."""
         engine = self.layout.engine(gen.mode)
-        ticket = Ticket(engine, time.monotonic(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
+        ticket = Ticket(engine, self.clock(), mode=gen.mode, task=task, estimate_ms=estimate_ms, reestimate=reestimate,
                         load=self.load_state(engine), agrees=agrees)
         if (work := self.work_of(engine, gen.mode)) is not None and service_ms is not None:
             ticket.backlog_end = work.add(service_ms, ticket.started)
@@ -262,7 +265,7 @@ class RoutingView:
     def returned(self, ticket: Ticket, ok: bool, stats: DecodeStats | None = None) -> None:
         """`ticket`'s request is back (`ok`: answered); `stats`: what decoding it cost (its tokens,
         its drafts' share, the engine's own time), read for calibration and verified's draft share."""
-        now = time.monotonic()
+        now = self.clock()
         self._in_flight[ticket.engine] -= 1
         self._finished_since_poll[ticket.engine] += 1
         self._mode_in_flight[ticket.mode] -= 1
@@ -293,7 +296,7 @@ class RoutingView:
                 "calibration_by_load": {f"{e} ({state.label})": round(c.factor, 3) for (e, state), c in self.calibration.items() if c.count},
                 "calibration_by_task": {f"{m}/{t}" + ("" if state == IDLE else f" ({state.label})"): round(c.factor, 3)
                                         for (m, t, state), c in self.by_task.items() if c.count >= TASK_EVIDENCE},
-                "block_backlog_ms": round(self.backlog.ahead_ms(time.monotonic()), 1), "in_flight": dict(self._in_flight),
+                "block_backlog_ms": round(self.backlog.ahead_ms(self.clock()), 1), "in_flight": dict(self._in_flight),
                 "prefix_reuse": {e: round(prefix_reuse(load.stats), 3) for e, load in self._polled.items() if load is not None},
                 "draft_share_by_task": {k.label: round(d.share, 3) for k, d in self.draft_share.items() if d.count >= TASK_EVIDENCE},
                 "answered_by_load": {f"{m} ({state.label})": n for (m, state), n in self.answered.items()},

@@ -29,3 +29,15 @@ def store(prefix):
     client = redis_client()
     yield ResponseStore(client, prefix=prefix + "response:")
     client.close()
+
+
+@pytest.fixture
+def route(model):
+    """A Router on the shipped model under tests.router.helpers.policy with `changes`."""
+    from router import Router
+    from tests.router.helpers import policy
+
+    def make(**changes) -> Router:
+        return Router(model=model, store=policy(**changes))
+
+    return make

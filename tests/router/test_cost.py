@@ -17,10 +17,9 @@ from engines.types import EngineLoad, GenerationRequest
 from router.decision.live_costs import DraftKey
 from router.decision.engine_view import EngineView
 from router.decision.routing_view import RoutingView
-from tests.router.test_decide import ESSAY, EXTRACT, policy, req
+from tests.helpers import ManualClock
+from tests.router.helpers import CPU, ESSAY, EXTRACT, LABEL, policy, req
 
-# A CPU-like profile: a canvas step costs ~4 AR steps at batch 1, ~10 at batch 8.
-CPU = CostProfile(ms_per_forward={"block": {1: 24.0, 8: 86.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.5)
 IDLE = EngineView(queued=0, running=0, capacity=8)
 BUSY = EngineView(queued=40, running=8, capacity=8)
 
@@ -171,7 +170,6 @@ def test_verified_cost_counts_the_rounds_a_task_really_needs():
 def test_a_one_word_label_goes_to_ar_when_block_matches_its_quality(model):
     """At idle a short label costs ~2 AR steps but a whole canvas's denoising in block mode; for a task
     where block's answers are as good as AR's, the router takes the faster one."""
-    from tests.router.test_decide import LABEL
 
     r = Router(model=model, store=policy(load_aware={"enabled": True, "equal_quality_tasks": ["classify"]}))
     measured = {"block": {1: 33.0, 8: 283.0}, "ar": {1: 2.9, 8: 5.2}}  # the shipped checkpoint on the 2-core CPU
@@ -248,23 +246,21 @@ def test_calibration_scales_an_engines_estimates_toward_what_it_observes(model):
     assert r.decide(req(ESSAY), view={"block": replace(IDLE, backlog_ms=10000.0), "ar": slow_ar}).mode == "block"
 
 
-def test_verified_is_priced_by_what_its_requests_of_a_task_took(model, monkeypatch):
+def test_verified_is_priced_by_what_its_requests_of_a_task_took(model):
     """The profile prices verified from the suite's acceptance; requests of a task whose drafts miss
     take far longer than that. Once a few of them have (per mode and task, decaying old evidence),
     the router prices verified for that task by what they took, and stops moving work to it,
     while other tasks keep the engine's own calibration."""
-    import router.decision.routing_view as rv_module
     from engines.types import GenerationRequest
     from router.decision.live_costs import IDLE as NO_LOAD
     from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
-    clock = [0.0]
-    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
-    rv = RoutingView({"block": None, "ar": None})
+    clock = ManualClock()
+    rv = RoutingView({"block": None, "ar": None}, clock=clock)
     rv._polled = {"ar": None, "block": None}
     for i in range(TASK_EVIDENCE + 2):
         ticket = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=50.0, service_ms=None, task="summarize")
-        clock[0] += 1.0  # took 1 s against an estimate of 50 ms
+        clock.advance(1.0)  # took 1 s against an estimate of 50 ms
         rv.returned(ticket, ok=True)
         if i == TASK_EVIDENCE - 2:
             assert rv.by_task[("verified", "summarize", NO_LOAD)].count < TASK_EVIDENCE
@@ -322,52 +318,48 @@ def test_verified_is_priced_by_the_share_of_its_tokens_drafts_wrote_lately(model
     assert r.decide(summary, view={"block": replace(IDLE, draft_share={DraftKey("summarize"): 0.95}), "ar": IDLE}).mode == "verified"
 
 
-def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_really_wrote(monkeypatch):
+def test_calibration_compares_what_a_request_took_with_its_estimate_for_what_it_really_wrote():
     """The router prices a request by its predicted (p90) length and the drafts' expected share;
     calibrating the engine against that estimate would read a shorter answer as a fast engine, and
     drafts that missed as a slow one (both priced apart). The view redoes the estimate for the
     tokens written and the share of them drafts wrote, and calibrates the engine against that. A
     task's own factor compares with the estimate `decide` priced: its lengths are mispredicted
     the same way each time, and that factor is what makes its estimates in two modes comparable."""
-    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
     from router.decision.live_costs import IDLE as NO_LOAD
     from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
-    clock = [0.0]
-    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
-    rv = RoutingView({"block": None, "ar": None})
+    clock = ManualClock()
+    rv = RoutingView({"block": None, "ar": None}, clock=clock)
     rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
     seen = []
     for _ in range(TASK_EVIDENCE + 2):
         # predicted 256 tokens at 2 ms (512 ms); it wrote 50, in 110 ms: the engine is 1.1x its profile, not 0.2x
         ticket = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=512.0, service_ms=None, task="write",
                                reestimate=lambda written, share: seen.append((written, share)) or (written or 256) * 2.0 * (1 - share / 2))
-        clock[0] += 0.110
+        clock.advance(0.110)
         rv.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50, accepted=0, ar_tokens=50))
     assert seen[-2:] == [(50, 0.0), (None, 0.0)]  # the engine's at the length written, the task's at the predicted one
     assert rv.view()["block"].calibration == pytest.approx(1.1)
     assert rv.view()["block"].factor("verified", "write") == pytest.approx(110 / 512)
-    plain = RoutingView({"block": None, "ar": None})  # without a re-estimate: against the dispatch-time one
+    plain = RoutingView({"block": None, "ar": None}, clock=clock)  # without a re-estimate: against the dispatch-time one
     ticket = plain.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=512.0, service_ms=None)
-    clock[0] += 0.110
+    clock.advance(0.110)
     plain.returned(ticket, ok=True, stats=DecodeStats(output_tokens=50))
     assert plain.calibration[("ar", NO_LOAD)].factor == pytest.approx(0.5)  # 110 / 512, at the clamp
 
 
-def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_took(model, monkeypatch):
+def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_took(model):
     """A label's predicted (p90) length is 4 tokens and it writes 1: AR's cost follows the length,
     block's the canvas, so the profile at the p90 prices AR's labels ~3x too slow against block's.
     A (mode, task)'s factor compares what its requests took with what `decide` priced, so two
     modes' estimates for the task meet what each really takes, and a label measured faster in AR
     stays there (an earlier factor against the re-estimate moved labels to block, 1.3x estimated
     sooner, 1.6x measured slower)."""
-    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
     from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
-    clock = [0.0]
-    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
+    clock = ManualClock()
     r = Router(model=model, store=policy(task_modes=dict(DEFAULT_TASK_MODES) | {"classify": "ar"},
                                          load_aware={"enabled": True, "min_gain": 1.25, "equal_quality_tasks": ["classify"]}))
     r.cost = CostProfile(ms_per_forward={"block": {1: 10.0, 8: 40.0}, "ar": {1: 2.5, 8: 3.5}}, canvas=64,
@@ -375,7 +367,7 @@ def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_too
     label = req("Label the sentiment of this review as positive, negative or neutral: the battery died in two days.", max_tokens=16)
     d = r.decide(label)
     assert d.task == "classify" and d.predicted_tokens > 1
-    rv = RoutingView({"block": None, "ar": None})
+    rv = RoutingView({"block": None, "ar": None}, clock=clock)
     rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
     for _ in range(TASK_EVIDENCE):
         for mode, took_ms in (("ar", 0.020), ("block", 0.032)):  # measured: AR 20 ms, block 32 ms for a 1-token label
@@ -384,7 +376,7 @@ def test_a_task_whose_length_is_overpredicted_is_priced_by_what_its_requests_too
             t = rv.dispatched(GenerationRequest(prompt="x", mode=mode), estimate, None, task="classify",
                               reestimate=lambda written, share, m=mode, v=view: r.finish_estimate(m, written or d.predicted_tokens, 12, 64,
                                                                                                   "classify", v))
-            clock[0] += took_ms
+            clock.advance(took_ms)
             rv.returned(t, ok=True, stats=DecodeStats(output_tokens=1, latency_s=took_ms))
     view = rv.view()
     ar_ms = view["ar"].priced("ar", "classify", r.finish_estimate("ar", d.predicted_tokens, 12, 64, "classify", view))
@@ -414,45 +406,41 @@ def test_verified_is_no_way_out_where_its_drafts_write_too_little_to_be_min_gain
     assert lax.decide(summary, view=view).mode == "verified"  # min_gain 1: any share may do
 
 
-def test_a_tasks_factor_is_not_skewed_by_estimates_made_before_its_draft_share_was_known(monkeypatch):
+def test_a_tasks_factor_is_not_skewed_by_estimates_made_before_its_draft_share_was_known():
     """Verified's first requests of a task are priced by the suite's acceptance (for reasoning, 0.005:
     ~20 s for 256 tokens); once the task's draft share is known they are priced by it (~0.6 s at a
     share of 0). A task factor learned against the first estimates (0.1x) and applied to the second
     priced reasoning in verified at 72 ms, and the router sent it there (2-2.7 s measured, block
     0.6 s). The task's factor compares with its estimate redone at the drafts' real share."""
-    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
     from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
-    clock = [0.0]
-    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
-    rv = RoutingView({"block": None, "ar": None})
+    clock = ManualClock()
+    rv = RoutingView({"block": None, "ar": None}, clock=clock)
     rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
     by_share = lambda tokens, share: (tokens or 256) * 2.4 * (1 - share) + 60.0 * share  # noqa: E731  AR steps for what drafts did not write
     for _ in range(TASK_EVIDENCE + 2):
         t = rv.dispatched(GenerationRequest(prompt="x", mode="verified"), estimate_ms=20000.0, service_ms=None, task="reason",
                           reestimate=by_share)
-        clock[0] += 256 * 2.4 / 1000 * 1.2  # 20% over its share-priced estimate
+        clock.advance(256 * 2.4 / 1000 * 1.2)  # 20% over its share-priced estimate
         rv.returned(t, ok=True, stats=DecodeStats(output_tokens=256, accepted=0, ar_tokens=256))
     assert rv.view()["block"].factor("verified", "reason") == pytest.approx(1.2)
 
 
-def test_a_requests_fixed_overhead_is_added_not_scaled(monkeypatch):
+def test_a_requests_fixed_overhead_is_added_not_scaled():
     """A one-word label decodes in ~10 ms and answers in ~30: the rest is the handle's hop, the chat
     template and the tokenizer, the same in every mode. Calibrating end-to-end time against the
     decode estimate would triple every estimate of that mode; the view calibrates the engine's own
     time (its queue and decode, reported with the result) and adds the overhead apart."""
-    import router.decision.routing_view as rv_module
     from engines.types import DecodeStats, GenerationRequest
     from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
-    clock = [0.0]
-    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
-    rv = RoutingView({"block": None, "ar": None})
+    clock = ManualClock()
+    rv = RoutingView({"block": None, "ar": None}, clock=clock)
     rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
     for _ in range(TASK_EVIDENCE + 2):
         t = rv.dispatched(GenerationRequest(prompt="x", mode="ar"), estimate_ms=10.0, service_ms=None, task="classify")
-        clock[0] += 0.030
+        clock.advance(0.030)
         rv.returned(t, ok=True, stats=DecodeStats(output_tokens=2, latency_s=0.010))
     ar = rv.view()["ar"]
     assert ar.factor("ar", "classify") == pytest.approx(1.0) and ar.overhead_ms == pytest.approx(20.0)
@@ -460,31 +448,29 @@ def test_a_requests_fixed_overhead_is_added_not_scaled(monkeypatch):
     assert rv.snapshot()["overhead_ms"] == {"ar (idle)": 20.0}
 
 
-def test_an_idle_engine_and_a_busy_one_are_calibrated_apart(monkeypatch):
+def test_an_idle_engine_and_a_busy_one_are_calibrated_apart():
     """The profile prices a lone request on an idle machine well, and a batch, a queue or two engines
     sharing the cores only roughly: a busy spell's error must not reprice the next lone request
     (and back). Each load state (this engine busy or not, the other engine busy or not) keeps its own."""
-    import router.decision.routing_view as rv_module
     from engines.types import GenerationRequest
     from router.decision.live_costs import IDLE as NO_LOAD, LoadState
     from router.decision.routing_view import TASK_EVIDENCE, RoutingView
 
-    clock = [0.0]
-    monkeypatch.setattr(rv_module.time, "monotonic", lambda: clock[0])
-    rv = RoutingView({"block": None, "ar": None})
+    clock = ManualClock()
+    rv = RoutingView({"block": None, "ar": None}, clock=clock)
     rv._polled = {e: EngineLoad(queued=0, running=0, capacity=8, max_queue=64) for e in ("block", "ar")}
     gen = GenerationRequest(prompt="x", mode="block")
     for _ in range(TASK_EVIDENCE + 2):  # alone: as estimated
         t = rv.dispatched(gen, estimate_ms=100.0, service_ms=None, task="write")
-        clock[0] += 0.1
+        clock.advance(0.1)
         rv.returned(t, ok=True)
     for _ in range(TASK_EVIDENCE + 2):  # one behind another: the second takes 3x its estimate
         first = rv.dispatched(gen, estimate_ms=100.0, service_ms=None, task="write")
         second = rv.dispatched(gen, estimate_ms=100.0, service_ms=None, task="write")
         assert (first.load, second.load) == (NO_LOAD, LoadState(busy=True, others_busy=False))
-        clock[0] += 0.1
+        clock.advance(0.1)
         rv.returned(first, ok=True)
-        clock[0] += 0.2
+        clock.advance(0.2)
         rv.returned(second, ok=True)
     idle = rv.view()["block"]
     assert idle.factor("block", "write") == pytest.approx(1.0, rel=0.05) and idle.calibration < 1.5

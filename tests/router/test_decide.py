@@ -7,37 +7,10 @@ import hashlib
 
 import pytest
 
-from policies import Policy
 from policies.schema import DEFAULT_TASK_MODES
 from policies.stores import MemoryStore, default_policy
 from router import Decision, RouteRequest, Router, RouterError
-
-EXTRACT = "Extract name, age and city as a JSON object.\nAlice Smith is 34 years old. Alice lives in Paris."
-LABEL = "Label this support ticket as billing, bug or account. Answer with the label only.\nI was charged twice for my subscription this month."
-ESSAY = "Write a 600-word essay on remote work, with an intro and a conclusion."
-SUM = "Add these numbers step by step, writing the running total on each line: " + ", ".join(str(x) for x in range(11, 31))
-
-
-def policy(**changes) -> Policy:
-    """The shipped policy with the product's default task modes (short structured jobs on block) and
-    block limit (one canvas), so these tests do not depend on what the shipped checkpoint's
-    measurements put in the YAML; and with the agreement rule off (agreement_floor 0): the shipped
-    router's agreement head sends natural block requests to safe_mode, and these tests are about
-    the other rules (tests/router/test_classifier.py covers the head)."""
-    return Policy.model_validate({**default_policy().content(), "task_modes": dict(DEFAULT_TASK_MODES), "block_max_canvases": 1,
-                                  "agreement_floor": 0.0, **changes})
-
-
-def req(prompt=EXTRACT, **kw) -> RouteRequest:
-    return RouteRequest.from_prompt(prompt, **kw)
-
-
-@pytest.fixture
-def route(model):
-    def make(**changes) -> Router:
-        return Router(model=model, store=policy(**changes))
-
-    return make
+from tests.router.helpers import ESSAY, EXTRACT, SUM, policy, req
 
 
 def test_task_default_picks_mode_canvas_and_steps(route):
@@ -194,7 +167,6 @@ def test_request_accepts_openai_shapes(route):
     assert RouteRequest.model_validate(body).stop == ["###"]
     with pytest.raises(ValueError):
         RouteRequest.model_validate({"messages": []})
-
 
 
 @pytest.mark.parametrize("mode", ["block", "verified", "ar"])

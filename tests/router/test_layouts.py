@@ -17,8 +17,7 @@ from router.decision.layouts import SHARED, SPLIT, EngineViews, engine_of
 from router.decision.pricing import Pricing
 from router.decision.engine_view import EngineView
 from router.decision.routing_view import RoutingView
-from tests.router.test_cost import CPU
-from tests.router.test_decide import ESSAY, policy, req, route  # noqa: F401 - the fixture and its request factory
+from tests.router.helpers import CPU, ESSAY, policy, req
 
 
 def test_each_layout_names_the_engine_of_every_mode():
