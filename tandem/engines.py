@@ -88,7 +88,8 @@ def add_bench_engines(bench_commands) -> None:
     p.add_argument("--steps", type=int, default=12, help="denoising steps per canvas")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--modes", default="reference,reference_ar,block,ar,verified",
-                   help="comma-separated subset to run (ar is needed; reference_ar: transformers' own causal LM of an imported checkpoint)")
+                   help="comma-separated subset to run (ar is needed; reference_ar: transformers' own causal LM of an imported checkpoint; "
+                        "ar_no_lookup: AR one token per call)")
     p.add_argument("--max-new-tokens", type=_bounded(int, 1), default=None, help="tokens per answer (default: one canvas of the checkpoint)")
     p.add_argument("--batch-one", action="store_true", help="batch 1 only (default: batches 1 and 8)")
     p.add_argument("--write-profile", action="store_true", help="write cost_profile.json (ms per forward by mode and batch) beside the checkpoint")

@@ -27,7 +27,7 @@ from engines.replica.engine import DiffusionEngine
 from engines.errors import InvalidRequestError
 from engines.types import GenerationRequest
 
-MODES = ("reference", "reference_ar", "block", "ar", "verified")
+MODES = ("reference", "reference_ar", "block", "ar", "ar_no_lookup", "verified")
 
 
 def load_engine(checkpoint: str | None) -> tuple[DiffusionEngine, str]:
@@ -195,6 +195,12 @@ def measure(engine, modes, prompts, batch, steps, repeats, max_new: int | None =
                     tokens, forwards = run_reference(engine, chunk, steps, seed)
                 elif mode == "reference_ar":
                     tokens, forwards = run_reference_ar(engine, reference, chunk, max_new or engine.config.canvas_length)
+                elif mode == "ar_no_lookup":  # one token per call: prompt lookup's guesses off
+                    engine.lookup = False
+                    try:
+                        tokens, forwards = run_mode(engine, "ar", chunk, steps, seed, acc[mode], max_new)
+                    finally:
+                        engine.lookup = True
                 else:
                     tokens, forwards = run_mode(engine, mode, chunk, steps, seed, acc[mode], max_new)
                 dt = time.perf_counter() - t0
