@@ -30,7 +30,7 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" i
 # costly fixture (a compiled engine) is built once. The groups are made by a scheduler of our own
 # rather than `xdist_group` marks: `--dist loadgroup` stopped grouping on pytest 9.2 (its test ids
 # are no longer rewritten: pytest-dev/pytest-xdist#1386).
-RAY_CLUSTER_DIRS = ("tests/agents/", "tests/app/", "tests/cluster/", "tests/hardening/", "tests/layouts/")
+RAY_CLUSTER_DIRS = ("tests/agents/", "tests/app/", "tests/cluster/", "tests/gemma/", "tests/hardening/", "tests/layouts/")
 RAY_GROUP = "ray-clusters"
 
 
