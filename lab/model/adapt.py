@@ -289,6 +289,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=AdaptConfig.rows)
     p.add_argument("--rank", type=int, default=AdaptConfig.rank)
     p.add_argument("--lr", type=float, default=AdaptConfig.lr)
+    p.add_argument("--ar-prob", type=float, default=AdaptConfig.ar_prob, help="share of steps that train the encoder (AR) too")
     p.add_argument("--eval-every-s", type=float, default=AdaptConfig.eval_every_s)
     p.add_argument("--save-every-s", type=float, default=AdaptConfig.save_every_s)
     p.add_argument("--fresh", action="store_true", help="start from zero adapters even if --out holds some")
@@ -298,7 +299,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     cfg = AdaptConfig(out=args.out, ship=args.ship, base=args.base, minutes=args.minutes, steps=args.steps, threads=args.threads, device=args.device,
-                      rows=args.rows, rank=args.rank, lr=args.lr, eval_every_s=args.eval_every_s, save_every_s=args.save_every_s)
+                      rows=args.rows, rank=args.rank, lr=args.lr, ar_prob=args.ar_prob, eval_every_s=args.eval_every_s,
+                      save_every_s=args.save_every_s)
     print(json.dumps(adapt(cfg, resume=not args.fresh)))
     return 0
 
