@@ -9,7 +9,6 @@ import torch
 from engines.batch.sequence_batch import SequenceBatch
 from engines.batch.static_cache import SlotCache
 from engines.batch.static_batch import StaticSequenceBatch, as_dynamic, open_batch
-from engines.decode.steps import Steps
 
 
 def prefill(model, rows, pad_id: int, logits: str) -> tuple[SequenceBatch, torch.Tensor | None]:
@@ -38,18 +37,6 @@ def prefill(model, rows, pad_id: int, logits: str) -> tuple[SequenceBatch, torch
         batch.select(back)
         out = out[back] if out is not None else None
     return batch, out
-
-
-def prefill_joining(model, admit, free: int, pad_id: int, logits: str) -> Steps[tuple[list, SequenceBatch | None, torch.Tensor | None]]:
-    """The newcomers a decode loop takes between its steps: the rows `admit` (engines.decode.rows.Admit; None:
-    no newcomers) hands over for `free` places, prefilled as a batch of their own in one step.
-    Returns (the rows, their batch, its logits); ([], None, None) and no step when none join."""
-    joining = admit(free) if admit else []
-    if not joining:
-        return [], None, None
-    batch, out = prefill(model, joining, pad_id, logits=logits)
-    yield
-    return joining, batch, out
 
 
 def _prefill_on_prefix(model, row, logits: str) -> tuple[SequenceBatch, torch.Tensor | None]:

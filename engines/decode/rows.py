@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -19,7 +19,6 @@ from engines.grammar.constraint import TokenConstraint
 from engines.types import DecodeStats, FinishReason, GenerationRequest, GenerationResult
 
 if TYPE_CHECKING:
-    from engines.modes.verified_drafting import DraftControl
     from engines.decode.prompt_lookup import Lookup
     from engines.batch.prefix_cache import PrefixCache
 
@@ -37,7 +36,9 @@ class Row:
     on_text: Callable[[str], None] | None = None  # receives text deltas as tokens are committed
     on_done: Callable[["Row"], None] | None = None  # called once, when the row leaves its batch
     constraint: TokenConstraint | None = None  # the request's grammar state, advanced by `extend`
-    draft: "DraftControl | None" = None  # verified mode: this row's drafting plan (engines.modes.verified_drafting)
+    # verified mode: this row's drafting plan (engines.modes.verified_drafting.DraftControl; a mode's own
+    # type, not imported: what every loop shares stands below the modes)
+    draft: Any = None
     lookup: "Lookup | None" = None  # greedy AR steps: this row's prompt-lookup odds (engines.modes.ar_lookup)
     prefix_cache: "PrefixCache | None" = None  # set when the prompt has a conversation head to reuse (engines.batch.prefix_cache)
     prefix_bounds: tuple[int, ...] = ()  # where its prefill is cut: message ends (DiffusionEngine.prefix_bounds)

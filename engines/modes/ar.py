@@ -1,8 +1,15 @@
-"""AR mode: the encoder alone, one chosen token per call, with the KV cache and the tied `lm_head`.
+"""AR mode's loop: the encoder alone, one chosen token per call, with the KV cache and the tied `lm_head`.
+
+Where it runs: a served AR request never reaches this loop from the scheduler. A replica decodes AR
+requests in verified's loop, as rows that never draft (engines.replica.scheduler: one encoder pass
+serves both, and AR's rows batch with verified's). This loop runs for the rows verified's and
+seeded block's loops finish by plain AR steps (seeded drafts, a skeleton that is not the answer),
+and for the thread-per-request helper (`engines.replica.direct`: tests, benchmarks, warm-up).
+`choose` and `next_tokens`, AR's choice per row, are what every loop's AR steps use.
 
 Finished rows leave the batch at once (`SequenceBatch.select`), and new requests join between
-steps (`admit`), so a long request does not make short ones wait. With `lookup`, a greedy row's
-step also checks a guess of the tokens after its chosen one, copied from earlier in its sequence,
+steps (`ctx.newcomers`), so a long request does not make short ones wait. With `ctx.lookup`, a greedy
+row's step also checks a guess of the tokens after its chosen one, copied from earlier in its sequence,
 and keeps what AR agrees with (`engines.modes.ar_lookup`): the same tokens, fewer calls where answers repeat.
 """
 
@@ -10,12 +17,13 @@ from __future__ import annotations
 
 import torch
 
-from engines.batch.prefill import prefill, prefill_joining
-from engines.decode.canvas_settings import context_length
-from engines.modes.ar_lookup import ar_pass
-from engines.decode.rows import Admit, Row, retire
+from engines.batch.prefill import prefill
+from engines.decode.canvas_settings import BlockParams, context_length
+from engines.decode.loop import LoopContext
+from engines.decode.rows import Row, retire
 from engines.decode.sampling import choose_tokens
-from engines.decode.steps import Steps, drain
+from engines.decode.steps import Steps
+from engines.modes.ar_lookup import ar_pass
 
 
 def next_tokens(rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
@@ -38,16 +46,12 @@ def choose(row: Row, logits: torch.Tensor, ahead: int = 0) -> torch.Tensor:
     return token if kept == int(token[0]) else torch.tensor([kept], dtype=token.dtype, device=token.device)
 
 
-def decode_ar(model, rows: list[Row], pad_id: int, admit: Admit | None = None, max_batch: int = 0, lookup: bool = True) -> None:
-    """Decode `rows` (and whatever `admit` hands over between steps, up to `max_batch` rows);
-    `lookup`: greedy rows check prompt-lookup guesses in their steps (`engines.modes.ar_lookup`)."""
-    drain(ar_steps(model, rows, pad_id, admit, max_batch, lookup))
-
-
 @torch.inference_mode()
-def ar_steps(model, rows: list[Row], pad_id: int, admit: Admit | None = None, max_batch: int = 0, lookup: bool = True) -> Steps[None]:
-    """`decode_ar` one step at a time (engines.decode.steps): a token for every row, or a prefill."""
-    batch, logits = prefill(model, rows, pad_id, logits="last")  # logits (B, V)
+def ar_steps(rows: list[Row], params: BlockParams | None, ctx: LoopContext) -> Steps[None]:
+    """Decode `rows` (and the newcomers `ctx` admits) by AR steps, one step at a time
+    (engines.decode.loop): a token for every row, or a prefill. `params` is unused (AR has no canvas)."""
+    model = ctx.model
+    batch, logits = prefill(model, rows, ctx.pad_id, logits="last")  # logits (B, V)
     yield
     live, context = list(rows), context_length(model)
     while True:
@@ -57,7 +61,7 @@ def ar_steps(model, rows: list[Row], pad_id: int, admit: Admit | None = None, ma
             keep_t = torch.tensor(keep, device=model.device)
             batch.select(keep_t)
             live = [live[j] for j in keep]
-            if lookup:
+            if ctx.lookup:
                 logits, stay, _ = ar_pass(batch, live, tokens[keep_t], context)
                 live = [live[j] for j in stay]
             else:
@@ -67,12 +71,8 @@ def ar_steps(model, rows: list[Row], pad_id: int, admit: Admit | None = None, ma
             yield
         else:
             live = []
-        joining, new_batch, new_logits = yield from prefill_joining(model, admit, max_batch - len(live), pad_id, logits="last")
+        joining = yield from ctx.newcomers(len(live), logits="last")
         if joining:
-            if live:
-                batch.merge(new_batch)
-                logits, live = torch.cat([logits, new_logits]), live + joining
-            else:
-                batch, logits, live = new_batch, new_logits, list(joining)
+            batch, live, logits = joining.merged(batch, live, logits)
         if not live:
             return

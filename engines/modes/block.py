@@ -36,8 +36,9 @@ from engines.decode.canvas_settings import BlockParams, StopFlags, context_lengt
 from engines.model import settle as canvas_step
 from engines.batch.compiled import compiled_version, is_compiled, step_function
 from engines.model.logits import CHUNK_ELEMENTS
-from engines.batch.prefill import prefill, prefill_joining
-from engines.decode.rows import Admit, Row, retire
+from engines.batch.prefill import prefill
+from engines.decode.loop import LoopContext
+from engines.decode.rows import Row, retire
 from engines.decode.sampling import RowSeededEntropyBoundSampler, schedule_temperature
 from engines.decode.steps import Steps, drain
 
@@ -211,16 +212,13 @@ def denoise_and_retire(batch: SequenceBatch, live: list[Row], params: BlockParam
     return canvas, retire(live, canvas.tolist())
 
 
-def decode_block(model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> None:
-    """Decode `rows` to completion in block mode; newcomers from `admit` join at canvas boundaries."""
-    drain(block_steps(model, rows, params, pad_id, admit, max_batch))
-
-
 @torch.inference_mode()
-def block_steps(model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0) -> Steps[None]:
-    """`decode_block` one step at a time (engines.decode.steps): a denoising pass, a commit, a prefill."""
+def block_steps(rows: list[Row], params: BlockParams, ctx: LoopContext) -> Steps[None]:
+    """Decode `rows` (and the newcomers `ctx` admits, at canvas boundaries) in block mode, one step at
+    a time (engines.decode.loop): a denoising pass, a commit, a prefill."""
+    model = ctx.model
     context = context_length(model)
-    batch, _ = prefill(model, rows, pad_id, logits="none")
+    batch, _ = prefill(model, rows, ctx.pad_id, logits="none")
     yield
     live = list(rows)
     while True:
@@ -243,12 +241,8 @@ def block_steps(model, rows: list[Row], params: BlockParams, pad_id: int, admit:
             for row in live:
                 row.stats.encoder_calls += 1
             yield
-        joining, new_batch, _ = yield from prefill_joining(model, admit, max_batch - len(keep), pad_id, logits="none")
+        joining = yield from ctx.newcomers(len(keep), logits="none")
         if joining:
-            if keep:
-                batch.merge(new_batch)
-                live += joining
-            else:
-                batch, live = new_batch, list(joining)
+            batch, live, _ = joining.merged(batch, live if keep else [])
         if not keep and not joining:
             return

@@ -36,16 +36,17 @@ import torch
 from engines.modes.ar import ar_steps, next_tokens
 from engines.modes.verified_choices import ar_choices
 from engines.batch.sequence_batch import SequenceBatch
-from engines.batch.prefill import prefill, prefill_joining
+from engines.batch.prefill import prefill
 from engines.modes.block import denoise_canvas
 from engines.decode.canvas_settings import BlockParams, context_length
 from engines.modes.verified_draft_tokens import answer_span, draft_end, draft_rest
 from engines.modes.verified_drafting import ABANDON_ENTROPY, SURE_ENTROPY, DraftControl, DraftCosts
 from engines.model.logits import token_entropy
 from engines.modes.ar_lookup import ar_pass, encode_checked
-from engines.decode.rows import Admit, Row, retire
+from engines.decode.loop import LoopContext
+from engines.decode.rows import Row, retire
 from engines.modes.verified_batches import Rows, regroup
-from engines.decode.steps import Steps, drain
+from engines.decode.steps import Steps
 
 AR_STRETCH = 16  # AR steps between looks at the plans (and the newcomers) while no row drafts
 # After a draft round, while other rows of the batch write by AR steps, every row takes this many
@@ -198,25 +199,18 @@ def ar_step(rows: Rows) -> None:
     rows.predicted = predict(rows.live, logits)
 
 
-def decode_verified(
-    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
-    costs: DraftCosts | None = None, sure_entropy: float | None = None, lookup: bool = True,
-) -> None:
-    """Decode `rows` in verified mode; newcomers from `admit` join between rounds. Rows with a
-    skeleton (`seeder` given, params.seeded) draft one round as skeleton-seeded answers (the
-    skeleton is accepted for free wherever the values before it were); AR finishes the rest."""
-    drain(verified_steps(model, rows, params, pad_id, admit, max_batch, seeder, costs, sure_entropy, lookup))
-
-
 @torch.inference_mode()
-def verified_steps(
-    model, rows: list[Row], params: BlockParams, pad_id: int, admit: Admit | None = None, max_batch: int = 0, seeder=None,
-    costs: DraftCosts | None = None, sure_entropy: float | None = None, lookup: bool = True,
-) -> Steps[None]:
-    """`decode_verified` one step at a time (engines.decode.steps): a round, an AR step, a prefill."""
-    context, largest, costs = context_length(model), model.config.canvas_length, costs or DraftCosts()
-    sure_below = SURE_ENTROPY if sure_entropy is None else sure_entropy
-    batch, logits = prefill(model, rows, pad_id, logits="last")  # (B, V)
+def verified_steps(rows: list[Row], params: BlockParams, ctx: LoopContext) -> Steps[None]:
+    """Decode `rows` (and the newcomers `ctx` admits, between rounds) in verified mode, one step at a
+    time (engines.decode.loop): a round, an AR step, a prefill. Rows with a skeleton (params.seeded,
+    `ctx.seeder`) draft one round as skeleton-seeded answers (the skeleton is accepted for free
+    wherever the values before it were); AR finishes the rest. The tokens lane's loop on a replica:
+    AR requests decode here too, as rows that never draft (engines.replica.scheduler)."""
+    model, lookup = ctx.model, ctx.lookup
+    seeder = ctx.seeder if params.seeded else None
+    context, largest, costs = context_length(model), model.config.canvas_length, ctx.draft_costs or DraftCosts()
+    sure_below = SURE_ENTROPY if ctx.sure_entropy is None else ctx.sure_entropy
+    batch, logits = prefill(model, rows, ctx.pad_id, logits="last")  # (B, V)
     yield
     if seeder is None:
         for row in rows:
@@ -229,7 +223,7 @@ def verified_steps(
         verify_round(drafting, params, seeder)
         if drafting.live:
             yield
-            yield from ar_steps(model, drafting.live, pad_id, lookup=lookup)
+            yield from ar_steps(drafting.live, None, ctx.alone())
         return
     stepping = Rows(batch, [], drafting.predicted[:0], lookup)  # rows writing by AR steps: none yet
     while True:
@@ -257,10 +251,10 @@ def verified_steps(
             ar_step(stepping)
             yield
         running = len(drafting.live) + len(stepping.live)
-        joining, new_batch, new_logits = yield from prefill_joining(model, admit, max_batch - running, pad_id, logits="last")
+        joining = yield from ctx.newcomers(running, logits="last")
         if joining:
-            for row in joining:
+            for row in joining.rows:
                 row.draft = DraftControl.for_request(row.request, params, largest, sure_below)
-            drafting.join(Rows(new_batch, list(joining), predict(joining, new_logits), lookup))
+            drafting.join(Rows(joining.batch, list(joining.rows), predict(joining.rows, joining.logits), lookup))
         if not drafting.live and not stepping.live:
             return

@@ -1,51 +1,49 @@
-"""The engine: one DiffusionGemma checkpoint decoded three ways.
+"""The engine: one DiffusionGemma checkpoint decoded three ways; what a replica's scheduler drives.
 
-Contract
---------
-- `generate(request) -> GenerationResult`: decode one request to completion.
-- `generate_batch(requests) -> list[GenerationResult]`: decode several at once, in order. Requests
-  are grouped by mode (and, for block/verified, by denoising settings); each group runs one
-  forward per step for all its rows. A request gets the same tokens alone or batched.
-- `stream(request) -> AsyncIterator[str]`: text deltas as tokens are committed: per token in AR
-  mode, per committed canvas prefix in block mode, per accepted prefix in verified mode. The
-  deltas join to the `generate` text. `stream_with_result` ends with the `GenerationResult`
-  (stats, finish reason) after the last delta.
-- Raises `InvalidRequestError` / `ContextLengthError` (HTTP 400) before any model call for bad
-  input, naming the limit; the engine stays usable afterwards. Decoding is serialized by a lock:
-  one batch at a time per engine (the scheduler batches concurrent requests).
+Contract (served: engines.replica.scheduler calls these, and nothing else decodes on a replica)
+------------------------------------------------------------------------------------------------
+- `validate(request) -> (prompt ids, BlockParams | None)`: check everything a request can get wrong
+  and tokenize its prompt; raises `InvalidRequestError` / `ContextLengthError` (HTTP 400) before any
+  model call, naming the limit. The settings it returns are the request's batch key's half
+  (engines.replica.lanes.BatchKey): requests with equal keys decode in one batch.
+- `row(request, ids, on_text, on_done) -> Row`: the request's decode state (engines.decode.rows).
+- `steps(rows, mode, params, admit, max_batch) -> Steps[None]`: the batch's decode loop, one step per
+  `next()` (engines.decode.loop): the modes' table picks it (engines.modes.loops) and the engine's
+  settings reach it in one `LoopContext`. `admit` hands over newcomers between steps.
+- `agreement`, `logprobs`: one encoder pass over a finished answer (engines.decode.scoring).
+
+The thread-per-request helper (`generate`, `generate_batch`, `stream`, `run`: engines.replica.direct)
+is mixed in for tests, benchmarks and warm-up; a replica never serves through it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections import defaultdict
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
-from engines.modes.ar import ar_steps
-from engines.grammar.constraint import GrammarTokenizer
 from engines.batch.compiled import compile_model
-from engines.model.quantization import quantize_weights
-from engines.cost import CostProfile
-from engines.modes.block import block_steps
-from engines.decode.canvas_settings import BlockParams
-from engines.errors import ContextLengthError, InvalidRequestError
-from engines.model.loading import LoadedModel, load_checkpoint
 from engines.batch.prefix_cache import DEFAULT_CACHE_TOKENS, PrefixCache, message_bounds
-from engines.prompt_bounds import PromptEncoder
-from engines.decode.rows import Row
+from engines.cost import CostProfile
+from engines.decode.canvas_settings import BlockParams
+from engines.decode.loop import LoopContext
+from engines.decode.rows import Admit, Row
 from engines.decode.sampling import make_generator
 from engines.decode.scoring import agreement, answer_logprobs
-from engines.modes.seeded import Seeder, decode_seeded
-from engines.types import MODES, GenerationRequest, GenerationResult
+from engines.decode.steps import Steps
+from engines.errors import ContextLengthError, InvalidRequestError
+from engines.grammar.constraint import GrammarTokenizer
+from engines.model.loading import LoadedModel, load_checkpoint
+from engines.model.quantization import quantize_weights
+from engines.modes.loops import loop_of
+from engines.modes.seeded import Seeder
 from engines.modes.verified_drafting import DraftCosts
-from engines.decode.steps import Steps, drain
-from engines.modes.verified import verified_steps
+from engines.prompt_bounds import PromptEncoder
+from engines.replica.direct import DirectDecoding
+from engines.types import MODES, GenerationRequest
 
 
-class DiffusionEngine:
+class DiffusionEngine(DirectDecoding):
     def __init__(self, loaded: LoadedModel, prefix_cache_tokens: int = DEFAULT_CACHE_TOKENS, compile: str = "off"):
         self.model = loaded.model
         self.compiled = compile_model(self.model, compile)  # engines.batch.compiled: the model's calls, compiled in place
@@ -69,7 +67,7 @@ class DiffusionEngine:
         self.sure_entropy: float | None = None  # verified: where a row alone drafts (None: engines.modes.verified_drafting.SURE_ENTROPY)
         self.lookup = True  # greedy AR steps (AR mode, verified's) check prompt-lookup guesses (engines.modes.ar_lookup)
         self.stop_check_every = 1  # denoising steps between host reads of the stop flags (engines.decode.canvas_settings.StopFlags)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the thread-per-request helper's: one group at a time (engines.replica.direct)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, dtype: str = "float32", device: str = "cpu",
@@ -217,42 +215,12 @@ class DiffusionEngine:
 
     # ---- decoding ---------------------------------------------------------------------------
 
-    def _decode(self, rows: list[Row], params: list[BlockParams | None]) -> None:
-        groups: dict[tuple, list[int]] = defaultdict(list)
-        for i, (row, p) in enumerate(zip(rows, params)):
-            groups[(row.request.mode, p)].append(i)
-        with self._lock:
-            for (mode, p), idx in groups.items():
-                self.run([rows[i] for i in idx], mode, p)
-
-    def run(self, rows: list[Row], mode: str, params: BlockParams | None, admit=None, max_batch: int = 0) -> None:
-        """Decode one compatible group of rows; `admit` lets newcomers join between steps (the scheduler)."""
-        drain(self.steps(rows, mode, params, admit, max_batch))
-
-    def steps(self, rows: list[Row], mode: str, params: BlockParams | None, admit=None, max_batch: int = 0) -> Steps[None]:
-        """`run` one step at a time (engines.decode.steps): the scheduler interleaves the modes' batches."""
-        if mode == "ar":
-            return ar_steps(self.model, rows, self.pad_id, admit, max_batch, self.lookup)
-        if mode == "block" and params.seeded:
-            return self._seeded_steps(rows, params)
-        if mode == "block":
-            return block_steps(self.model, rows, params, self.pad_id, admit, max_batch)
-        return verified_steps(self.model, rows, params, self.pad_id, admit, max_batch, self.seeder if params.seeded else None,
-                              self.draft_costs, self.sure_entropy, self.lookup)
-
-    def _seeded_steps(self, rows: list[Row], params: BlockParams) -> Steps[None]:
-        """Seeded block rows: their canvases as one step (a few passes; newcomers wait for the next
-        batch), then what they could not finish under the grammar, by constrained AR steps."""
-        unfinished = decode_seeded(self.model, rows, params, self.pad_id, self.seeder)
-        if unfinished:
-            yield
-            yield from ar_steps(self.model, unfinished, self.pad_id, lookup=self.lookup)
-
-    def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
-        checked = [self.validate(r) for r in requests]  # all-or-nothing: validate before decoding any
-        rows = [self.row(r, ids) for r, (ids, _) in zip(requests, checked)]
-        self._decode(rows, [p for _, p in checked])
-        return [r.result() for r in rows]
+    def steps(self, rows: list[Row], mode: str, params: BlockParams | None, admit: Admit | None = None, max_batch: int = 0) -> Steps[None]:
+        """The decode loop of one compatible batch (engines.modes.loops), one step per `next()`: the scheduler
+        interleaves the lanes' batches; `admit` hands over newcomers between steps, up to `max_batch` rows."""
+        ctx = LoopContext(self.model, self.pad_id, admit, max_batch, lookup=self.lookup, seeder=self.seeder,
+                          draft_costs=self.draft_costs, sure_entropy=self.sure_entropy)
+        return loop_of(mode, params)(rows, params, ctx)
 
     def agreement(self, request: GenerationRequest, answer_ids: list[int]) -> int:
         """How many leading tokens of `answer_ids` (e.g. a block answer, with the stop token it ended
@@ -265,36 +233,3 @@ class DiffusionEngine:
         """Each answer token's log-probability under the model's AR distribution (before
         temperature and grammar), with the `top` most likely tokens (engines.decode.scoring)."""
         return answer_logprobs(self.model, self.tokenizer.decode, self.prompt_ids(request), answer_ids, top)
-
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        return self.generate_batch([request])[0]
-
-    async def stream_with_result(self, request: GenerationRequest) -> AsyncIterator[str | GenerationResult]:
-        """Like `stream`, then one final item: the `GenerationResult`."""
-        ids, params = await asyncio.to_thread(self.validate, request)  # tokenizing stays off the event loop
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue()
-        row = self.row(request, ids, on_text=lambda delta: loop.call_soon_threadsafe(queue.put_nowait, delta))
-
-        def work() -> None:
-            try:
-                self._decode([row], [params])
-                loop.call_soon_threadsafe(queue.put_nowait, row.result())
-            except BaseException as exc:  # surface decode failures to the consumer
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-
-        thread = threading.Thread(target=work, name=f"decode-{request.request_id}", daemon=True)
-        thread.start()
-        while True:
-            item = await queue.get()
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-            if isinstance(item, GenerationResult):
-                return
-
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[str]:
-        async for item in self.stream_with_result(request):
-            if isinstance(item, str):
-                yield item
-

@@ -1,5 +1,5 @@
-"""One lane's running batch in the scheduler (`Batch`), which requests it takes (`lane`, `fits`) and the
-fairness rule between batches (`pick`).
+"""One lane's running batch in the scheduler (`Batch`), its typed key and which requests it takes
+(`BatchKey`: `lane`, `takes`) and the fairness rule between batches (`pick`).
 
 The scheduler (engines.replica.scheduler) keeps one running batch per lane with work (canvases: block;
 tokens: verified, with AR's rows riding in its batches) and steps them one step at a time on one
@@ -19,15 +19,35 @@ import threading
 from collections.abc import Generator
 from dataclasses import dataclass
 
+from engines.decode.canvas_settings import BlockParams
 from engines.decode.rows import Row
-from engines.types import LANE_OF_MODE, Lane
+from engines.types import LANE_OF_MODE, Lane, Mode
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """What a waiting request or a running batch decodes by: its mode and denoising settings (the
+    engine's `validate` gives them). Equal keys batch together."""
+
+    mode: Mode  # the loop it runs (engines.modes.loops)
+    params: BlockParams | None  # denoising settings; None for AR
+
+    @property
+    def lane(self) -> Lane:
+        return lane(self.mode)
+
+    def takes(self, key: "BatchKey") -> bool:
+        """Whether a running batch keyed so takes a waiting request keyed `key`: the same mode and
+        settings, or an AR request in a verified batch that drafts (its rows never draft, so no setting
+        of verified's is theirs; a batch of skeleton-seeded drafts has no draft for a row without a skeleton)."""
+        return key == self or (key.mode == "ar" and self.mode == "verified" and not self.params.seeded)
 
 
 @dataclass
 class Batch:
     """One lane's running batch: its decode loop and what the fairness rule counts."""
 
-    key: tuple  # (mode, denoising settings): the requests it admits
+    key: BatchKey  # the requests it admits
     rows: list[Row]  # its rows that may still be decoding (refreshed between steps)
     steps: Generator[None, None, None] | None = None  # its decode loop (engines.decode.steps); None: it failed to start
     used_s: float = 0.0  # decode time its steps were charged, from the least of the running batches' when it started
@@ -61,10 +81,3 @@ def lower_priority(nice: int) -> None:
 def serves(lanes: frozenset | None, mode: str) -> bool:
     """Whether a scheduler worker stepping `lanes` (None: every lane) decodes `mode`'s requests."""
     return lanes is None or lane(mode) in lanes
-
-
-def fits(batch_key: tuple, key: tuple) -> bool:
-    """Whether a running batch keyed `batch_key` takes a waiting request keyed `key`: the same mode and
-    settings, or an AR request in a verified batch that drafts (its rows never draft, so no setting of verified's is
-    theirs; a batch of skeleton-seeded drafts has no draft for a row without a skeleton)."""
-    return key == batch_key or (key[0] == "ar" and batch_key[0] == "verified" and not batch_key[1].seeded)

@@ -7,8 +7,8 @@ batches interleaved step by step on one copy of the weights.
   One thread steps both (`lane_threads` 1: a GPU's one stream), or each lane has its own (2: a CPU
   with a core per lane; torch's operators release the GIL). Each lane with work has one running
   batch: the oldest waiting request of that lane and every compatible one up to `max_batch_size`
-  (`fits`: same mode and settings; an AR request fits any verified batch that drafts, as a row that
-  never drafts: one encoder pass for both). Between steps (engines.decode.steps) a running batch admits
+  (`BatchKey.takes`: same mode and settings; an AR request fits any verified batch that drafts, as a
+  row that never drafts: one encoder pass for both). Between steps (engines.decode.steps) a running batch admits
   compatible newcomers into free slots; finished rows leave at once.
 - Fairness between modes on one thread (`pick`, engines.replica.lanes): the running batch charged
   the least decode time steps next, a step's seconds shared among the modes whose rows it served, so
@@ -16,6 +16,10 @@ batches interleaved step by step on one copy of the weights.
   canvases never holds AR's tokens back, nor the reverse. With a thread per lane the lanes take no
   turns: where they compete for a core, the OS weighs them (`canvas_nice`: a token step of a few ms
   before a canvas pass of tens; CFS gives each thread its weight's share, so neither starves).
+- The served AR path: an AR request's batch is a verified batch (`tokens_key`): AR requests decode in
+  verified's loop (engines.modes.verified) as rows that never draft, with a waiting verified request's
+  settings or the engine's default ones. AR's own loop (engines.modes.ar) serves only the rows other
+  loops finish by AR steps and the thread-per-request helper (engines.replica.direct).
 - Fairness within a lane: a batch stops admitting once a request of its lane it cannot take has
   waited `max_wait_s`. A cancelled row (its client went away) leaves at its batch's next step, or
   the queue at once.
@@ -35,7 +39,7 @@ from engines.defaults import MAX_BATCH_SIZE, MAX_QUEUE, MAX_WAIT_S
 from engines.replica.engine import DiffusionEngine
 from engines.errors import EngineOverloadedError, EngineUnavailableError
 from engines.decode.rows import Row
-from engines.replica.lanes import Batch, fits, lane, lower_priority, pick, serves
+from engines.replica.lanes import Batch, BatchKey, lower_priority, pick, serves
 from engines.types import LANES, EngineLoad, GenerationRequest, GenerationResult
 
 log = logging.getLogger("tandem.scheduler")
@@ -78,7 +82,7 @@ class Scheduler:
         # clock whose steps take what it says, to check the charging rule without timing the machine
         self.step_clock = step_clock
         self.stats = SchedulerStats()
-        self._pending: deque[tuple[tuple, Row]] = deque()
+        self._pending: deque[tuple[BatchKey, Row]] = deque()  # waiting requests, oldest first, with their keys
         self._cv = threading.Condition()
         self._batches: dict[str, Batch] = {}  # lane -> its running batch
         # after every step, from its worker: (the batch, the worker's batches' used time when picked, the step's charge)
@@ -102,12 +106,12 @@ class Scheduler:
             if not loop.is_closed():  # a closed loop has no caller left to tell (a cancelled row the worker finished)
                 loop.call_soon_threadsafe(row.settle, future)
 
-        def prepare() -> tuple[Row, tuple]:
+        def prepare() -> tuple[Row, BatchKey]:
             ids, params = self.engine.validate(request)
-            return self.engine.row(request, ids, on_text=on_text, on_done=done), params
+            return self.engine.row(request, ids, on_text=on_text, on_done=done), BatchKey(request.mode, params)
 
         # Prepared in a thread, never on the replica's event loop: it answers probes whatever a request costs.
-        row, params = await asyncio.to_thread(prepare)
+        row, key = await asyncio.to_thread(prepare)
         with self._cv:
             if self._closed:
                 raise EngineUnavailableError("the engine is shutting down")
@@ -117,7 +121,7 @@ class Scheduler:
                     f"the {request.mode} engine's queue is full ({self.config.max_queue} waiting); retry shortly",
                     retry_after_s=self.config.retry_after_s,
                 )
-            self._pending.append(((request.mode, params), row))
+            self._pending.append((key, row))
             self.stats.submitted += 1
             self._cv.notify_all()  # the worker of its lane, whichever that is
         return row, future
@@ -162,8 +166,8 @@ class Scheduler:
         """Queue depth and running rows (every mode's batch) and each mode's requests, for load-aware routing and /admin/stats."""
         with self._cv:
             by_mode: dict[str, int] = {}
-            for (mode, _), _row in self._pending:
-                by_mode[mode] = by_mode.get(mode, 0) + 1
+            for key, _row in self._pending:
+                by_mode[key.mode] = by_mode.get(key.mode, 0) + 1
             for batch in self._batches.values():
                 for row in batch.live():
                     by_mode[row.request.mode] = by_mode.get(row.request.mode, 0) + 1
@@ -189,11 +193,11 @@ class Scheduler:
 
     # ---- the worker ----------------------------------------------------------------------------
 
-    def _take(self, key: tuple, n: int) -> list[Row]:
+    def _take(self, key: BatchKey, n: int) -> list[Row]:
         """Up to `n` waiting rows a batch keyed `key` takes, oldest first (caller holds the lock)."""
         taken, rest = [], deque()
         for k, row in self._pending:
-            if fits(key, k) and len(taken) < n:
+            if key.takes(k) and len(taken) < n:
                 taken.append(row)
             else:
                 rest.append((k, row))
@@ -215,9 +219,9 @@ class Scheduler:
             batch.rows = [r for r in batch.rows if r.finish_reason is None and r.error is None]
             if free <= 0 or not self._pending:
                 return []
-            mine = lane(batch.key[0])  # interleaving, only a request of its own lane waits for this batch to drain
-            oldest = next(((k, r) for k, r in self._pending if lane(k[0]) == mine or not self.interleave), None)
-            if oldest is not None and not fits(batch.key, oldest[0]) and time.perf_counter() - oldest[1].started > self.config.max_wait_s:
+            mine = batch.key.lane  # interleaving, only a request of its own lane waits for this batch to drain
+            oldest = next(((k, r) for k, r in self._pending if k.lane == mine or not self.interleave), None)
+            if oldest is not None and not batch.key.takes(oldest[0]) and time.perf_counter() - oldest[1].started > self.config.max_wait_s:
                 return []  # let the batch drain so that its mode's waiting group starts
             rows = self._take(batch.key, free)
             batch.rows += rows
@@ -230,32 +234,37 @@ class Scheduler:
         while True:
             if self._batches and not self.interleave:
                 return started
-            key = next((k for k, _ in self._pending if lane(k[0]) not in self._batches and serves(lanes, k[0])), None)
+            key = next((k for k, _ in self._pending if k.lane not in self._batches and serves(lanes, k.mode)), None)
             if key is None:
                 return started
-            if key[0] == "ar":  # AR rows decode in verified's loop: with a waiting verified request's settings, or the engine's
-                key = next((k for k, _ in self._pending if k[0] == "verified" and fits(k, key)), ("verified", self.engine.verified_params))
+            if key.mode == "ar":
+                key = self.tokens_key(key)
             rows = self._take(key, self.config.max_batch_size)
-            clock = min((b.used_s for b in self._batches.values() if serves(lanes, b.key[0])), default=0.0)
-            batch = self._batches[lane(key[0])] = Batch(key, rows, used_s=clock)
+            clock = min((b.used_s for b in self._batches.values() if serves(lanes, b.key.mode)), default=0.0)
+            batch = self._batches[key.lane] = Batch(key, rows, used_s=clock)
             self.stats.batches += 1
             started.append(batch)
 
+    def tokens_key(self, ar: BatchKey) -> BatchKey:
+        """The served AR path: the batch an AR request starts is verified's, whose rows AR's join as rows that
+        never draft, with a waiting verified request's settings, or the engine's (caller holds the lock)."""
+        return next((k for k, _ in self._pending if k.mode == "verified" and k.takes(ar)), BatchKey("verified", self.engine.verified_params))
+
     def _work(self, lanes: frozenset | None) -> None:
         """A worker's loop: step the running batches of `lanes` (None: every lane), one step at a time."""
-        mine = lambda: [b for b in self._batches.values() if serves(lanes, b.key[0])]  # noqa: E731
+        mine = lambda: [b for b in self._batches.values() if serves(lanes, b.key.mode)]  # noqa: E731
         lower_priority(self.config.canvas_nice if lanes == frozenset({"canvas"}) else 0)
         while True:
             with self._cv:
-                while not any(serves(lanes, k[0]) for k, _ in self._pending) and not mine() and not self._closed:
+                while not any(serves(lanes, k.mode) for k, _ in self._pending) and not mine() and not self._closed:
                     self._cv.wait()
                 if self._closed and not mine():
                     return
                 for batch in [] if self._closed else self._start_batches(lanes):  # closing: the running batches finish
                     batch.steps = self._open(batch)
                 batch = pick(running := mine())
-                clocks = {lane(b.key[0]): b.used_s for b in running}
-                served = {row.request.mode for row in batch.live()} or {batch.key[0]}  # a prefill's rows are not live yet
+                clocks = {b.key.lane: b.used_s for b in running}
+                served = {row.request.mode for row in batch.live()} or {batch.key.mode}  # a prefill's rows are not live yet
             began = self.step_clock()
             going = self._step(batch)
             seconds = self.step_clock() - began
@@ -266,15 +275,16 @@ class Scheduler:
                     self.stats.steps[mode] = self.stats.steps.get(mode, 0) + 1
                     self.stats.decode_s[mode] = round(self.stats.decode_s.get(mode, 0.0) + seconds, 6)
                 if not going:
-                    del self._batches[lane(batch.key[0])]
+                    del self._batches[batch.key.lane]
             if self.on_step is not None:
                 self.on_step(batch, clocks, charged)
 
     def _open(self, batch: Batch):
         """The batch's decode loop (engines.decode.steps); None when it cannot start (its rows fail at its first step)."""
-        mode, params = batch.key
+        key = batch.key
         try:
-            return self.engine.steps(list(batch.rows), mode, params, admit=lambda n: self._admit(batch, n), max_batch=self.config.max_batch_size)
+            return self.engine.steps(list(batch.rows), key.mode, key.params, admit=lambda n: self._admit(batch, n),
+                                     max_batch=self.config.max_batch_size)
         except Exception as exc:
             batch.failure = exc
             return None
@@ -293,7 +303,7 @@ class Scheduler:
             with self._cv:
                 unfinished = [r for r in batch.rows if r.finish_reason is None and r.error is None]
             for row in unfinished:
-                row.error = EngineUnavailableError(f"the {batch.key[0]} engine failed: {type(exc).__name__}: {exc}")
+                row.error = EngineUnavailableError(f"the {batch.key.mode} engine failed: {type(exc).__name__}: {exc}")
                 row.close()
             return False
 
