@@ -26,7 +26,7 @@ from tests.helpers import ManualClock
 def scheduler(engine):
     s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16))
     trace: list[tuple[str, dict[str, float], float]] = []  # (lane stepped, every running batch's used time before it, its step's charge)
-    s.on_step = lambda batch, clocks, charged: trace.append((lane(batch.key[0]), clocks, charged))
+    s.on_step = lambda batch, clocks, charged: trace.append((batch.key.lane, clocks, charged))
     s.trace = trace
     yield s
     s.close()
@@ -132,7 +132,7 @@ def test_a_step_that_serves_two_modes_is_charged_to_each_half(engine, drafts_any
     step_s = 0.5  # every read moves the clock on by step_s: a step, timed between two reads, takes step_s
     s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16), step_clock=ManualClock(tick=step_s))
     trace: list[str] = []
-    s.on_step = lambda batch, clocks, charged: trace.append(lane(batch.key[0]))
+    s.on_step = lambda batch, clocks, charged: trace.append(batch.key.lane)
 
     async def run():
         tasks = [asyncio.ensure_future(s.submit(long(mode, seed=i))) for i, mode in enumerate(("block", "verified", "ar"))]
@@ -244,7 +244,7 @@ def test_without_interleaving_one_batch_runs_at_a_time(engine):
     before interleaving, a request of another mode waits for the running batch to end."""
     s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, interleave=False))
     lanes: list[str] = []
-    s.on_step = lambda batch, clocks, charged: lanes.append(lane(batch.key[0]))
+    s.on_step = lambda batch, clocks, charged: lanes.append(batch.key.lane)
     try:
         async def run():
             first = asyncio.ensure_future(s.submit(long("ar", tokens=60)))
@@ -265,7 +265,7 @@ def threaded(engine):
     s = Scheduler(engine, SchedulerConfig(max_batch_size=4, max_queue=16, lane_threads=2, canvas_nice=3))
     steps: list[tuple[str, str, float, float]] = []  # (lane, worker thread, start, end) of every step
     s.on_step = lambda batch, clocks, charged: steps.append(
-        (lane(batch.key[0]), threading.current_thread().name, time.perf_counter() - charged, time.perf_counter()))
+        (batch.key.lane, threading.current_thread().name, time.perf_counter() - charged, time.perf_counter()))
     s.steps_seen = steps
     yield s
     s.close()
