@@ -1,10 +1,13 @@
 """What a mode would cost one request: milliseconds until it finishes, by the engines' cost profile
-(`engines.cost.CostProfile`) and what routing knows of each engine now (`EngineView`).
+(`engines.cost.CostProfile`) and what routing knows of each engine now (`EngineView`). The pricer.
 
-A `Pricing` is the cost profile one decision was priced with. `Router.decide` puts it on the
+A `Pricing` is the prices one decision was made by (the cost profile then). `Router.decide` hands
+it to the rules (`RouteContext.prices`: `faster_at_equal_quality`, `priced_ms`) and puts it on the
 `Decision` with the policy that made it, so what happens to the request later (its dispatch
 estimate, failover's "can the other mode finish in time") prices with the same profile the route
-was chosen by, and the gateway's failover needs nothing from the router.
+was chosen by, and neither the rules nor the gateway's failover call back into the router. A price
+is asked with a `PriceQuery`: what is priced (mode, length, steps, canvas, task, prompt) and by
+which evidence (the agreement head's half of the draft key, or one request's own draft share).
 
 On a shared replica (one engine serving every mode, the shared layout) a mode does not escape the
 others' work by moving: the replica's scheduler interleaves two lanes at one decode thread
@@ -17,7 +20,7 @@ from block to AR there does not leave the canvases behind, nor from verified to 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from engines.defaults import MIN_PREFIX_TOKENS
@@ -29,6 +32,25 @@ from router.decision.live_costs import DraftKey
 
 if TYPE_CHECKING:
     from engines.cost import CostProfile
+    from policies.schema import Policy
+
+
+@dataclass(frozen=True)
+class PriceQuery:
+    """One request as priced: what it asks of a mode, and the evidence it is priced by."""
+
+    mode: str  # block, verified or ar
+    tokens: int  # answer length priced (the router's p90 under max_tokens, or what was written)
+    steps: int  # denoising steps per canvas
+    canvas: int | None = None  # canvas size (None: the profile's)
+    task: str | None = None  # the router's task type
+    prompt: PromptSize = PromptSize(0, 0)  # prompt and cacheable-head tokens
+    agrees: bool = True  # the agreement head expects block to answer as AR (the DraftKey's half)
+    draft_share: float | None = None  # the share of verified's tokens drafts wrote (None: the engine's recent one)
+
+    def key(self) -> DraftKey | None:
+        """What verified's draft share is kept under for it (None without a task)."""
+        return DraftKey(self.task, self.agrees) if self.task else None
 
 
 @dataclass(frozen=True)
@@ -37,10 +59,8 @@ class Pricing:
 
     cost: CostProfile | None = None
 
-    def finish_estimate(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None,
-                        view: Mapping[str, EngineView] | None, prompt: PromptSize | None = None,
-                        draft_share: float | None = None, agrees: bool = True) -> float | None:
-        """Milliseconds until a request would finish in `mode` given the view, by the cost profile
+    def finish_estimate(self, q: PriceQuery, view: Mapping[str, EngineView] | None) -> float | None:
+        """Milliseconds until request `q` would finish in `q.mode` given the view, by the cost profile
         alone (None without a profile or a reachable engine); callers apply the engine's calibration
         (`EngineView.priced`). The prompt's prefill is priced less what the engine's prefix cache is
         expected to hold: its head (all but the last message) times the share of prefix tokens that
@@ -50,33 +70,82 @@ class Pricing:
         shared replica (`EngineView.by_mode`), the queue it waits in is its own lane's: block behind
         the canvas backlog; verified and AR as rows of one batch (batch-mates, at the batch's
         capacity); and the other lane's turns are added (`turns_ms`)."""
+        mode, prompt = q.mode, q.prompt
         e = view.get(engine_of(view, mode)) if view else None
         if self.cost is None or e is None or not e.reachable:
             return None
-        prompt = prompt or PromptSize(0, 0)
         cached = expected_cached_tokens(prompt, e)
-        share = draft_share if draft_share is not None else e.draft_share.get(DraftKey(task, agrees)) if task else None
+        share = q.draft_share if q.draft_share is not None else e.draft_share.get(q.key()) if q.task else None
         queued, running, backlog = e.queued, e.running, e.backlog_ms
         if e.by_mode:  # a shared replica: only its own lane's requests batch with it or are ahead of it
             mine = sum(n for m, n in e.by_mode.items() if LANE_OF_MODE[m] == LANE_OF_MODE[mode])
             running = min(mine, max(1, e.capacity))
             queued = mine - running
             backlog = e.backlog_ms if LANE_OF_MODE[mode] == "canvas" else None  # the canvas backlog holds block's work only
-        own = self.cost.finish_ms(mode, max(1, tokens), steps, canvas or self.cost.canvas, queued, running, max(1, e.capacity),
-                                  task, backlog_ms=backlog, prompt_tokens=prompt.tokens, cached_tokens=cached,
+        own = self.cost.finish_ms(mode, max(1, q.tokens), q.steps, q.canvas or self.cost.canvas, queued, running, max(1, e.capacity),
+                                  q.task, backlog_ms=backlog, prompt_tokens=prompt.tokens, cached_tokens=cached,
                                   draft_share=share)
         return own + turns_ms(mode, own, e)
 
-    def service_ms(self, mode: str, tokens: int, steps: int, canvas: int | None, task: str | None, prompt: PromptSize,
-                   engine: EngineView | None, key: DraftKey) -> float | None:
-        """Milliseconds `engine` would spend on the request alone (batch 1, no queue): what it adds to
+    def service_ms(self, q: PriceQuery, engine: EngineView | None) -> float | None:
+        """Milliseconds `engine` would spend on request `q` alone (batch 1, no queue): what it adds to
         the block engine's backlog. Its prefill less what the prefix cache is expected to hold; verified
-        at the draft share the engine has seen under `key`. None without a profile."""
+        at the draft share the engine has seen under the query's draft key. None without a profile."""
         if self.cost is None:
             return None
-        cached = expected_cached_tokens(prompt, engine) if engine is not None else 0.0
-        share = engine.draft_share.get(key) if engine is not None and task else None
-        return self.cost.service_ms(mode, tokens, steps, canvas, task, prompt.tokens, cached, share)
+        cached = expected_cached_tokens(q.prompt, engine) if engine is not None else 0.0
+        share = engine.draft_share.get(q.key()) if engine is not None and q.task else None
+        return self.cost.service_ms(q.mode, q.tokens, q.steps, q.canvas, q.task, q.prompt.tokens, cached, share)
+
+    def priced_ms(self, q: PriceQuery, view: Mapping[str, EngineView]) -> float | None:
+        """Milliseconds until request `q` would finish in its mode now, as routing prices it: the cost
+        profile's estimate behind the view's queue (`finish_estimate`), made real by what that engine
+        was observed to take (`EngineView.priced`). None without a profile or a reachable engine."""
+        raw = self.finish_estimate(q, view)
+        return None if raw is None else view[engine_of(view, q.mode)].priced(q.mode, q.task, raw)
+
+    def at_policy(self, mode: str, tokens: int, policy: Policy, task: str, prompt: PromptSize, agrees: bool = True) -> PriceQuery:
+        """The query for a request about to be routed: the policy's steps and canvas for its task and length."""
+        return PriceQuery(mode, tokens, policy.steps_for(task), policy.canvas_for(tokens), task, prompt, agrees)
+
+    def faster_at_equal_quality(self, mode: str, tokens: int, policy: Policy, task: str, view: Mapping[str, EngineView],
+                                prompt: PromptSize, block_agrees: bool = True):
+        """(mode, gain, ms here, ms there) for the fastest mode of equal quality that is estimated at
+        least `min_gain` times faster than `mode`, else None. Verified and AR count as equal
+        (lossless); block joins them for the policy's equal_quality_tasks, within the policy's block
+        limit (block_max_canvases). Where the agreement head expects block to differ from AR, block
+        is out (it would answer worse), and verified is a way out only once the engines have seen
+        what its drafts write for such requests of the task (a live `DraftShare`): the suite's
+        acceptance says nothing of them, and by the head they would be rejected. Verified is never
+        a way out where the live share of tokens its drafts wrote is under 1 - 1/min_gain: the rest
+        are AR steps, so it cannot finish min_gain times sooner than AR however cheap its drafts,
+        and an estimate that says so is calibration noise (hand-written prompts, share 0, were
+        moved to verified at 1.3-2.3x "sooner" and took a median 1.11x (c1) and 1.16x (c8) AR's time in the same round)."""
+        block_ok = block_agrees and task in policy.load_aware.equal_quality_tasks and tokens <= policy.block_limit_tokens
+        # verified is AR's answer, but only pays where its drafts (block's) are AR's tokens
+        share = getattr(view.get(engine_of(view, "verified")), "draft_share", {}).get(DraftKey(task, block_agrees))
+        drafts_pay = block_agrees if share is None else share >= 1.0 - 1.0 / policy.load_aware.min_gain
+        same = {"ar"} | ({"verified"} if drafts_pay else set()) | ({"block"} if block_ok else set())
+        if mode not in same | {"verified"}:
+            return None
+        query = self.at_policy(mode, tokens, policy, task, prompt, block_agrees)
+
+        def known(m: str) -> bool:
+            """The profile prices an idle engine well, a busy one only roughly (two engines share the
+            cores, canvases and drafts take turns): under load a mode is a way out only once that
+            engine has answered requests of it in its present load (the first burst at concurrency
+            8 moved reasoning to block by estimates 2x too kind: 4 s each where AR took ~2 s)."""
+            e = view.get(engine_of(view, m))
+            return e is None or e.idle or m in e.seen
+
+        here = self.priced_ms(query, view)
+        options = [(there, m) for m in sorted(same - {mode})
+                   if known(m) and (there := self.priced_ms(replace(query, mode=m), view)) is not None and there > 0]
+        if here is None or not options:
+            return None
+        there, alt = min(options)
+        gain = here / there
+        return (alt, gain, here, there) if gain >= policy.load_aware.min_gain else None
 
 
 def turns_ms(mode: str, own_ms: float, engine: EngineView) -> float:

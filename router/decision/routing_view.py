@@ -23,6 +23,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 
 from engines.cost import CostProfile
 from engines.prompt_bounds import PromptLimit
@@ -33,9 +34,18 @@ from router.decision.engine_view import Engine, EngineView, Ticket, prefix_reuse
 from router.decision.features import PromptSize
 from router.decision.layouts import SPLIT, EngineViews, Layout
 from router.decision.live_costs import IDLE, Backlog, Calibration, DraftKey, DraftShare, LoadState, Overhead
+from router.decision.pricing import PriceQuery
 from router.decision.types import Decision
 
 log = logging.getLogger("tandem.gateway")
+
+
+def request_query(gen: GenerationRequest, decision: Decision) -> PriceQuery:
+    """What a decided request is priced as at dispatch and failover: the router's p90 under its cap
+    (Gateway.answer), its steps and canvas, its prompt, and its decision's draft key."""
+    steps = gen.max_denoising_steps or getattr(decision.prices.cost, "steps", 0)
+    prompt = PromptSize(decision.prompt_tokens, decision.prefix_tokens)
+    return PriceQuery(gen.mode, gen.expected_tokens or 1, steps, gen.canvas, decision.task, prompt, decision.draft_key.agrees)
 
 POLL_INTERVAL_S = 0.5
 PROBE_TIMEOUT_S = 1.0  # a load poll that takes longer failed (router.decision.engine_health counts it)
@@ -233,16 +243,14 @@ class RoutingView:
         """`dispatched`, priced by the prices `decision` was routed by and counted under its draft key."""
         prices, key, estimate, service, reestimate = decision.prices, decision.draft_key, None, None, None
         if prices.cost is not None:
-            tokens = gen.expected_tokens or 1  # the router's p90 under the request's cap (Gateway.serve)
-            steps = gen.max_denoising_steps or prices.cost.steps
-            prompt, view = PromptSize(decision.prompt_tokens, decision.prefix_tokens), self.view()
-            estimate = prices.finish_estimate(gen.mode, tokens, steps, gen.canvas, decision.task, view, prompt, agrees=key.agrees)
-            service = prices.service_ms(gen.mode, tokens, steps, gen.canvas, decision.task, prompt, view.get(self.layout.engine(gen.mode)), key)
+            query = request_query(gen, decision)
+            view = self.view()
+            estimate = prices.finish_estimate(query, view)
+            service = prices.service_ms(query, view.get(self.layout.engine(gen.mode)))
 
             def reestimate(written: int | None, drafted_share: float) -> float | None:
-                length = tokens if written is None else max(1, written)
-                return prices.finish_estimate(gen.mode, length, steps, gen.canvas, decision.task, view, prompt, drafted_share,
-                                              agrees=key.agrees)
+                length = query.tokens if written is None else max(1, written)
+                return prices.finish_estimate(replace(query, tokens=length, draft_share=drafted_share), view)
 
         return self.dispatched(gen, estimate, service, task=decision.task, reestimate=reestimate, agrees=key.agrees)
 
@@ -254,9 +262,7 @@ class RoutingView:
         if alt is None or self.health.is_down(self.layout.engine(alt)) or left_ms <= 0:  # <= 0: the first try used the deadline
             return None
         view, prices = self.view(), decision.prices
-        steps = gen.max_denoising_steps or getattr(prices.cost, "steps", 0)
-        estimate = prices.finish_estimate(alt, gen.expected_tokens or 1, steps, gen.canvas, decision.task, view,
-                                          PromptSize(decision.prompt_tokens, decision.prefix_tokens), agrees=decision.draft_key.agrees)
+        estimate = prices.finish_estimate(replace(request_query(gen, decision), mode=alt), view)
         if estimate is not None and (estimate := view[self.layout.engine(alt)].priced(alt, decision.task, estimate)) > left_ms:
             log.info("request %s: %s cannot finish in the %.0f ms left (est. %.0f ms); no failover", gen.request_id, alt, left_ms, estimate)
             return None

@@ -21,11 +21,11 @@ The rules, in order (docs/policies.md says what each policy field means):
 6. `load_spill`: with load_aware on, a mode whose queue ratio is past max_queue_ratio spills to
    the first mode in spill_order under it.
 7. `cost_aware`: with load_aware.cost_aware and a cost profile, a mode of equal quality estimated
-   min_gain times faster (`Router.faster_at_equal_quality` says which modes count as equal).
+   min_gain times faster (`Pricing.faster_at_equal_quality` says which modes count as equal).
 8. `skeleton`: an answer with a fixed skeleton (a json_schema, a tool to call), unless forced, goes
    to skeleton_mode (block seeds its canvas with the skeleton: `engines.modes.seeded`), but block only
    while the agreement head does not expect it to answer worse than AR and, where cost_aware can
-   price modes (`prices`: load_aware.cost_aware, a view and a cost profile), while it is expected
+   price modes (`priceable`: load_aware.cost_aware, a view and a cost profile), while it is expected
    to finish no later than constrained_mode at the current load; otherwise constrained_mode, whose
    answer the grammar keeps valid. Unpriced (no profile, load_aware or cost_aware off), block
    wherever the head agrees, as before; a skeleton_mode other than block is taken as written. It
@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engines.types import MODES
 from router.decision.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
 from router.decision.features import PromptSize
 from router.decision.layouts import engine_of
 from router.decision.engine_view import EngineView
+from router.decision.pricing import Pricing
 from router.decision.types import Prediction, RouteRequest
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class RouteContext:
     forced: str | None = None  # the forced mode (`forcing`), if any
     forced_by: str | None = None  # model, header or api_key
     view: Mapping[str, EngineView] | None = None  # what routing knows of each engine now (load_aware rules)
-    pricing: Any = None  # a Router with a cost profile (`faster_at_equal_quality`), for cost_aware; None: off
+    prices: Pricing | None = None  # the prices of this decision (router.decision.pricing), for cost_aware and skeleton; None: off
     mode: str | None = None  # the route so far
     rule: str = ""
     reason: str = ""
@@ -170,17 +171,17 @@ def load_spill(ctx: RouteContext) -> Move | None:
     return None
 
 
-def prices(ctx: RouteContext) -> bool:
+def priceable(ctx: RouteContext) -> bool:
     """Whether routing can price modes for this request: load_aware and its cost_aware on, a view
-    of the engines, and a Router with the checkpoint's cost profile."""
+    of the engines, and prices by the checkpoint's cost profile."""
     la = ctx.policy.load_aware
-    return bool(la.enabled and la.cost_aware and ctx.view) and getattr(ctx.pricing, "cost", None) is not None
+    return bool(la.enabled and la.cost_aware and ctx.view) and ctx.prices is not None and ctx.prices.cost is not None
 
 
 def cost_aware(ctx: RouteContext) -> Move | None:
-    if ctx.forced is not None or not prices(ctx):
+    if ctx.forced is not None or not priceable(ctx):
         return None
-    faster = ctx.pricing.faster_at_equal_quality(ctx.mode, ctx.tokens, ctx.policy, ctx.task, ctx.view, ctx.prompt, ctx.agrees)
+    faster = ctx.prices.faster_at_equal_quality(ctx.mode, ctx.tokens, ctx.policy, ctx.task, ctx.view, ctx.prompt, ctx.agrees)
     if faster is None:
         return None
     alt, gain, here, there = faster
@@ -210,8 +211,8 @@ def skeleton(ctx: RouteContext) -> Move | None:
     if not ctx.agrees:
         return Move(other, "skeleton", f"{why}, but block is expected to answer worse than AR (agreement {ctx.pred.agreement:.2f} < "
                                        f"{p.agreement_floor:.2f}): constrained_mode {other}")
-    if prices(ctx):
-        here, there = (ctx.pricing.priced_ms(m, ctx.tokens, p, ctx.task, ctx.view, ctx.prompt) for m in (mode, other))
+    if priceable(ctx):
+        here, there = (ctx.prices.priced_ms(ctx.prices.at_policy(m, ctx.tokens, p, ctx.task, ctx.prompt), ctx.view) for m in (mode, other))
         if here is not None and there is not None:
             est = f"est. {here:.0f} ms in block vs {there:.0f} ms in {other}"
             if here > there:

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from engines.types import Mode
+
+if TYPE_CHECKING:
+    from policies.schema import Policy
+    from router.decision.live_costs import DraftKey
+    from router.decision.pricing import Pricing
 
 
 class RouteRequest(BaseModel):
@@ -73,31 +78,32 @@ class Decision(BaseModel):
     structured: Literal["tools", "json_schema", "json_object"] | None = Field(None, description="The request's output grammar, if any.")
     prompt_tokens: int = Field(0, description="Approximate prompt tokens (messages and tools): the cost model prices their prefill.")
     prefix_tokens: int = Field(0, description="Approximate tokens before the last message: what an engine's prefix cache may hold.")
-    # What made this decision (not serialized): what happens to the request later (its dispatch,
-    # failover's on_engine_failure and its estimate) follows these, not a newer policy or profile.
-    _policy: Any = PrivateAttr(default=None)
-    _prices: Any = PrivateAttr(default=None)
-    _draft_key: Any = PrivateAttr(default=None)
+    # What made this decision (given when it is built, never serialized): what happens to the request
+    # later (its dispatch, failover's on_engine_failure and its estimate) follows these, not a newer
+    # policy or profile.
+    _policy: Policy | None = PrivateAttr(default=None)
+    _prices: Pricing | None = PrivateAttr(default=None)
+    _draft_key: DraftKey | None = PrivateAttr(default=None)
+
+    def __init__(self, *, policy: Policy | None = None, prices: Pricing | None = None, draft_key: DraftKey | None = None, **fields: Any):
+        super().__init__(**fields)
+        self._policy, self._prices, self._draft_key = policy, prices, draft_key
 
     @property
-    def policy(self):
-        """The policy (policies.Policy) that decided, or None for a decision built elsewhere."""
+    def policy(self) -> Policy | None:
+        """The policy snapshot that decided, or None for a decision built elsewhere."""
         return self._policy
 
     @property
-    def prices(self):
-        """The estimates it was priced with (router.decision.pricing.Pricing), or None for a decision built elsewhere."""
+    def prices(self) -> Pricing | None:
+        """The prices it was routed by, or None for a decision built elsewhere."""
         return self._prices
 
     @property
-    def draft_key(self):
-        """What its verified draft share is counted and priced under (router.decision.live_costs.DraftKey:
-        the task, and whether its policy's agreement floor expects block to answer as AR), or None."""
+    def draft_key(self) -> DraftKey | None:
+        """What its verified draft share is counted and priced under (the task, and whether its
+        policy's agreement floor expects block to answer as AR), or None."""
         return self._draft_key
-
-    def made_by(self, policy, prices=None, draft_key=None) -> "Decision":
-        self._policy, self._prices, self._draft_key = policy, prices, draft_key
-        return self
 
     def headers(self) -> dict[str, str]:
         """Response headers the gateway adds."""

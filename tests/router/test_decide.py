@@ -214,7 +214,7 @@ def test_a_decision_keeps_the_policy_that_made_it(route):
     assert router.policy.version > before.version and router.policy.on_engine_failure["block"] == "verified"
     assert decision.policy.on_engine_failure["block"] == "ar", "the snapshot did not move with the store"
     decision.agreement = 0.5  # under the newer floor (1.0) block would not agree; under the deciding one (0.0) it does
-    assert router.draft_key(decision).agrees
+    assert decision.draft_key.agrees
     assert "policy" not in decision.model_dump() and "_policy" not in decision.model_dump_json()
 
 

@@ -14,7 +14,7 @@ from policies.schema import DEFAULT_TASK_MODES
 from router import Router
 from router.decision.features import PromptSize
 from router.decision.layouts import SHARED, SPLIT, EngineViews, engine_of
-from router.decision.pricing import Pricing
+from router.decision.pricing import PriceQuery, Pricing
 from router.decision.engine_view import EngineView
 from router.decision.routing_view import RoutingView
 from tests.router.helpers import CPU, ESSAY, policy, req
@@ -125,7 +125,7 @@ def test_a_canvas_on_a_shared_replica_waits_for_ar_turns_no_longer_than_ar_has_w
     has that much work ahead; only AR's work ahead when it has less; nothing on a split engine."""
     own = CPU.finish_ms("block", 200, 12, 256, queued=0, running=0, capacity=8, backlog_ms=0.0)
     at = lambda **v: EngineViews({"shared": EngineView(capacity=8, backlog_ms=0.0, **v)}, SHARED)  # noqa: E731
-    price = lambda v: Pricing(CPU).finish_estimate("block", 200, 12, 256, "write", v)  # noqa: E731
+    price = lambda v: Pricing(CPU).finish_estimate(PriceQuery("block", 200, 12, 256, "write"), v)  # noqa: E731
     assert price(at(by_mode={"block": 1})) == pytest.approx(own)
     assert price(at(by_mode={"ar": 4}, step_ms={"ar": 5.0}, tokens_work_ms=10_000.0)) == pytest.approx(2 * own + 5.0)
     assert price(at(by_mode={"ar": 4}, step_ms={"ar": 5.0}, tokens_work_ms=100.0)) == pytest.approx(own + 100.0)
@@ -152,7 +152,7 @@ def shared_at(**view) -> EngineViews:
 def test_verified_and_ar_are_batch_mates_on_a_shared_replica_not_each_others_turns():
     """A tokens-lane request prices the other tokens mode's rows into its own batch (one step serves
     both), not as turns; only the canvases' turns are added, and they are shared by the lane's modes."""
-    price = lambda mode, v: Pricing(CPU).finish_estimate(mode, 100, 12, 256, "write", v)  # noqa: E731
+    price = lambda mode, v: Pricing(CPU).finish_estimate(PriceQuery(mode, 100, 12, 256, "write"), v)  # noqa: E731
     ar_alone = CPU.finish_ms("ar", 100, 12, 256, queued=0, running=4, capacity=8)
     assert price("ar", shared_at(by_mode={"verified": 4})) == pytest.approx(ar_alone), "verified's rows: batch-mates, no turns"
     verified = CPU.finish_ms("verified", 100, 12, 256, queued=0, running=4, capacity=8)
@@ -165,7 +165,7 @@ def test_verified_and_ar_are_batch_mates_on_a_shared_replica_not_each_others_tur
 
 def test_a_canvas_beside_both_tokens_modes_takes_two_of_three_shares_in_turns():
     own = CPU.finish_ms("block", 200, 12, 256, queued=0, running=0, capacity=8, backlog_ms=0.0)
-    price = lambda v: Pricing(CPU).finish_estimate("block", 200, 12, 256, "write", v)  # noqa: E731
+    price = lambda v: Pricing(CPU).finish_estimate(PriceQuery("block", 200, 12, 256, "write"), v)  # noqa: E731
     both = shared_at(by_mode={"ar": 2, "verified": 2}, step_ms={"ar": 5.0, "verified": 9.0}, tokens_work_ms=100_000.0)
     assert price(both) == pytest.approx(3 * own + 14.0)
     assert price(shared_at(by_mode={"ar": 2, "verified": 2}, tokens_work_ms=300.0)) == pytest.approx(own + 300.0), \
@@ -176,7 +176,7 @@ def test_a_replica_whose_lanes_decode_on_threads_of_their_own_takes_no_turns():
     """lane_threads 2 (the poll's `EngineLoad.lane_threads`): a canvas beside both tokens modes, and an
     AR request beside canvases, are priced at their own lane's work alone."""
     own = CPU.finish_ms("block", 200, 12, 256, queued=0, running=0, capacity=8, backlog_ms=0.0)
-    price = lambda mode, v: Pricing(CPU).finish_estimate(mode, 200, 12, 256, "write", v)  # noqa: E731
+    price = lambda mode, v: Pricing(CPU).finish_estimate(PriceQuery(mode, 200, 12, 256, "write"), v)  # noqa: E731
     busy = {"by_mode": {"ar": 2, "verified": 2, "block": 2}, "step_ms": {"ar": 5.0, "verified": 9.0, "block": 40.0},
             "tokens_work_ms": 100_000.0, "backlog_ms": 60_000.0}
     assert price("block", shared_at(**busy | {"backlog_ms": 0.0}, lanes_apart=True)) == pytest.approx(own)

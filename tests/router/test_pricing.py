@@ -15,7 +15,7 @@ from engines.cost import PROFILE_FILE, CostProfile
 from router.decision.engine_view import EngineView
 from router.decision.features import PromptSize
 from router.decision.live_costs import DraftKey
-from router.decision.pricing import Pricing, expected_cached_tokens
+from router.decision.pricing import PriceQuery, Pricing, expected_cached_tokens
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "tiny_cost_profile.json"
 MODES = ("block", "verified", "ar")
@@ -30,15 +30,15 @@ def cost(tmp_path_factory) -> CostProfile:
 
 def estimate(pricing: Pricing, mode: str, engine: EngineView, tokens: int = 64, **kwargs) -> float | None:
     """`mode`'s finish estimate with `engine` serving both engines of the split layout."""
-    return pricing.finish_estimate(mode, tokens, 12, None, "extract", {"block": engine, "ar": engine}, **kwargs)
+    return pricing.finish_estimate(PriceQuery(mode, tokens, 12, None, "extract", **kwargs), {"block": engine, "ar": engine})
 
 
 def test_no_profile_or_no_reachable_engine_is_no_estimate(cost):
     idle = EngineView()
     assert all(estimate(Pricing(), m, idle) is None for m in MODES)
     assert all(estimate(Pricing(cost), m, EngineView(reachable=False)) is None for m in MODES)
-    assert Pricing(cost).finish_estimate("ar", 64, 12, None, "extract", None) is None
-    assert Pricing().service_ms("ar", 64, 12, None, "extract", PromptSize(10, 0), None, DraftKey("extract")) is None
+    assert Pricing(cost).finish_estimate(PriceQuery("ar", 64, 12, None, "extract"), None) is None
+    assert Pricing().service_ms(PriceQuery("ar", 64, 12, None, "extract", PromptSize(10, 0)), None) is None
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -54,7 +54,7 @@ def test_an_estimate_grows_with_the_answer_and_an_idle_engine_costs_its_service_
     pricing, idle = Pricing(cost), EngineView()
     by_tokens = [estimate(pricing, mode, idle, tokens=t) for t in (1, 16, 64, 256)]
     assert all(a <= b for a, b in zip(by_tokens, by_tokens[1:])) and by_tokens[-1] > by_tokens[0], by_tokens
-    alone = pricing.service_ms(mode, 64, 12, cost.canvas, "extract", PromptSize(0, 0), idle, DraftKey("extract"))
+    alone = pricing.service_ms(PriceQuery(mode, 64, 12, cost.canvas, "extract", PromptSize(0, 0)), idle)
     assert estimate(pricing, mode, idle) == pytest.approx(alone)
 
 

@@ -15,6 +15,7 @@ from router import RouteRequest, Router
 from router.decision import rules
 from router.decision.errors import BadRouteError, ModelNotFoundError, RouteForbiddenError
 from router.decision.engine_view import EngineView
+from router.decision.pricing import Pricing
 from router.decision.rules import RULES, RouteContext, apply
 from router.decision.types import Prediction
 
@@ -107,31 +108,28 @@ def test_load_spill_moves_off_a_full_queue_to_the_first_free_mode():
 
 def test_cost_aware_moves_to_a_mode_estimated_faster_at_equal_quality(model):
     p = policy(load_aware={"enabled": True})
-    pricing = Router(model=model, store=p)
-    pricing.cost = CostProfile(ms_per_forward={"block": {1: 24.0, 8: 86.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.5)
+    pricing = Pricing(CostProfile(ms_per_forward={"block": {1: 24.0, 8: 86.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.5))
     busy_block = {"block": BUSY, "ar": IDLE}
-    move = rules.cost_aware(ctx("write", p=p, tokens=300, view=busy_block, pricing=pricing, route=("verified", "task_default")))
+    move = rules.cost_aware(ctx("write", p=p, tokens=300, view=busy_block, prices=pricing, route=("verified", "task_default")))
     assert (move.mode, move.rule, move.moved) == ("ar", "load", True) and "ms in verified" in move.reason
-    busy_ar = rules.cost_aware(ctx("write", p=p, tokens=300, view={"block": IDLE, "ar": BUSY}, pricing=pricing, route=("ar", "task_default")))
+    busy_ar = rules.cost_aware(ctx("write", p=p, tokens=300, view={"block": IDLE, "ar": BUSY}, prices=pricing, route=("ar", "task_default")))
     assert (busy_ar.mode, busy_ar.rule) == ("verified", "load")  # lossless both ways
-    assert rules.cost_aware(ctx("write", p=p, tokens=300, view=busy_block, pricing=pricing, route=("ar", "task_default"))) is None
-    pricing.cost = None  # no profile: nothing to price by
-    assert rules.cost_aware(ctx("write", p=p, tokens=300, view=busy_block, pricing=pricing, route=("verified", "task_default"))) is None
+    assert rules.cost_aware(ctx("write", p=p, tokens=300, view=busy_block, prices=pricing, route=("ar", "task_default"))) is None
+    pricing = Pricing()  # no profile: nothing to price by
+    assert rules.cost_aware(ctx("write", p=p, tokens=300, view=busy_block, prices=pricing, route=("verified", "task_default"))) is None
 
 
 SCHEMA = {"structured": "json_schema", "skeleton": True}
 
 
-def priced_router(model, p: Policy) -> Router:
-    """A Router with the cost profile of the cost_aware test: a 100-token answer is ~310 ms in block
+def priced_router(model, p: Policy) -> Pricing:
+    """Prices by the cost profile of the cost_aware test: a 100-token answer is ~310 ms in block
     and ~600 ms in AR on idle engines, and block's queue or backlog makes it seconds."""
-    pricing = Router(model=model, store=p)
-    pricing.cost = CostProfile(ms_per_forward={"block": {1: 24.0, 8: 86.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.5)
-    return pricing
+    return Pricing(CostProfile(ms_per_forward={"block": {1: 24.0, 8: 86.0}, "ar": {1: 6.0, 8: 8.5}}, canvas=256, acceptance=0.5))
 
 
 def skeleton_route(pricing, view, p, **kw):
-    return rules.skeleton(ctx(req=SCHEMA, p=p, tokens=100, view=view, pricing=pricing, route=("verified", "task_default"), **kw))
+    return rules.skeleton(ctx(req=SCHEMA, p=p, tokens=100, view=view, prices=pricing, route=("verified", "task_default"), **kw))
 
 
 def test_skeleton_sends_a_seedable_answer_to_skeleton_mode_unless_forced():
@@ -171,15 +169,14 @@ def test_skeleton_leaves_forced_modes_alone_at_any_load(model):
     p = policy(load_aware={"enabled": True})
     pricing = priced_router(model, p)
     for mode, view in (("block", {"block": BUSY, "ar": IDLE}), ("ar", {"block": IDLE, "ar": BUSY})):
-        forced_ctx = ctx(req=SCHEMA, p=p, tokens=100, view=view, pricing=pricing, forced=mode, forced_by="header", agreement=0.1)
+        forced_ctx = ctx(req=SCHEMA, p=p, tokens=100, view=view, prices=pricing, forced=mode, forced_by="header", agreement=0.1)
         assert apply(forced_ctx).mode == mode
 
 
 def test_skeleton_without_a_price_sends_block_as_before(model):
     busy_block = {"block": BUSY, "ar": IDLE}
     on = policy(load_aware={"enabled": True})
-    unpriced = priced_router(model, on)
-    unpriced.cost = None  # the checkpoint ships no cost profile
+    unpriced = Pricing()  # the checkpoint ships no cost profile
     for p, pricing, view in ((on, unpriced, busy_block), (policy(load_aware={"enabled": False}), priced_router(model, on), busy_block),
                              (policy(load_aware={"enabled": True, "cost_aware": False}), priced_router(model, on), busy_block),
                              (on, priced_router(model, on), None)):
@@ -209,7 +206,8 @@ def test_apply_runs_the_rules_in_order_and_traces_every_move():
 
 def test_decide_prices_a_skeleton_request_against_the_engines_view(model):
     p = policy(load_aware={"enabled": True}, agreement_floor=0.0)  # whatever the shipped head says: only the price decides
-    router = priced_router(model, p)
+    router = Router(model=model, store=p)
+    router.cost = priced_router(model, p).cost
     req = RouteRequest.from_prompt("Extract the name as JSON: Alice Smith.", structured="json_schema", skeleton=True, max_tokens=100)
     queued = router.decide(req, {"block": BUSY, "ar": IDLE})
     assert (queued.mode, queued.rule, queued.trace[-1], queued.load_aware) == ("ar", "skeleton", "skeleton:ar", True)

@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from policies.stores import default_policy
+from router.decision.live_costs import DraftKey
 from router.decision.types import Decision, RouteRequest
 
 
@@ -39,6 +40,7 @@ def test_a_decision_says_its_route_in_headers():
 
 def test_a_decision_keeps_the_policy_that_made_it_but_does_not_serialize_it():
     policy = default_policy()
-    d = decision().made_by(policy, draft_key=("extract", True))
-    assert d.policy is policy and d.draft_key == ("extract", True) and d.prices is None
+    d = decision(policy=policy, draft_key=DraftKey("extract", True))
+    assert d.policy is policy and d.draft_key == DraftKey("extract", True) and d.prices is None
     assert "policy" not in d.model_dump() and decision().policy is None
+    assert d.model_copy(update={"mode": "ar"}).policy is policy, "a copy keeps what made it"
