@@ -19,7 +19,7 @@ import httpx
 import jsonschema
 import pytest
 
-from tests.app.test_structured_limits import FOUR_FIELDS, MODES, WEATHER, answer, json_schema
+from tests.app.helpers import FOUR_FIELDS, MODES, WEATHER, answer, json_schema
 
 STOPS = ['"', ":", "}", ", "]
 KINDS = {

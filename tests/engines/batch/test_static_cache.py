@@ -14,8 +14,8 @@ from engines import DiffusionEngine, GenerationRequest
 from engines.batch.static_cache import MIN_SLOTS, SlotCache, bucket
 from engines.batch.static_batch import StaticSequenceBatch, open_batch, use_slot_cache
 from tests.engines.factories import PROMPTS, chat
-from tests.engines.grammar.test_constraint import schema_spec
-from tests.engines.batch.test_compiled import SYSTEM, requests, run_with_admission_and_cancel
+from tests.engines.grammar.helpers import schema_spec
+from tests.engines.batch.helpers import SYSTEM, requests, run_with_admission_and_cancel
 
 
 @pytest.fixture(scope="module")

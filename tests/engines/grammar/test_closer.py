@@ -24,7 +24,8 @@ from engines.errors import InvalidRequestError
 from engines.skeleton import json_schema_grammar
 from engines.types import GenerationRequest
 from router.gateway.tool_calls import read_answer
-from tests.engines.grammar.test_constraint import ASK, schema_spec, tools_spec
+from tests.engines.grammar.helpers import ASK, schema_spec, tools_spec
+from tests.engines.grammar.closer_cases import choices, schemas, tools
 
 
 @pytest.fixture(scope="module")
@@ -108,32 +109,6 @@ def test_max_tokens_below_the_shortest_answer_is_a_400_naming_both(engine):
 
 
 # ---- the property: valid within max_tokens, or a 400 before decoding --------------------------------------
-
-leaf = st.sampled_from([
-    {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
-    {"enum": ["red", "green", "blue"]}, {"type": "integer", "minimum": 3, "maximum": 9}, {"type": "string", "maxLength": 5},
-    {"type": "string", "minLength": 6}, {"type": "string", "pattern": "(a+)+$"}, {"type": "string", "pattern": "^[A-Z]{3}$"},
-    {"type": "string", "pattern": "^[a-z]+@[a-z]+\\.com$"}, {"type": "string", "format": "date"}, {"type": "string", "format": "email"},
-    {"type": "integer", "minimum": 100000}, {"type": "array", "items": {"type": "integer"}, "minItems": 2}, {"const": "fixed"},
-])
-names = st.text(alphabet="abcdefghij_", min_size=1, max_size=6)
-
-
-def objects(children):
-    return st.builds(
-        lambda props, required_share: {"type": "object", "properties": props,
-                                       "required": [k for i, k in enumerate(props) if i < len(props) * required_share]},
-        st.dictionaries(names, children, min_size=1, max_size=4), st.sampled_from([0.5, 1.0]),
-    )
-
-
-schemas = objects(st.recursive(leaf, lambda inner: objects(inner) | st.builds(
-    lambda items, most: {"type": "array", "items": items, "maxItems": most}, inner, st.integers(1, 3)), max_leaves=8))
-tool_names = st.lists(st.text(alphabet="abcdefgh_", min_size=1, max_size=12), min_size=1, max_size=3, unique=True)
-tools = st.builds(lambda names_, params: [{"type": "function", "function": {"name": n, "parameters": p}} for n, p in zip(names_, params)],
-                  tool_names, st.lists(schemas, min_size=3, max_size=3))
-choices = st.sampled_from(["required", "auto", "named"])
-
 
 def valid(text: str, tools_: list | None, schema: dict | None, choice: str | None) -> None:
     """`text` is a valid answer: JSON under `schema`, or calls (with valid arguments) to `tools_`."""

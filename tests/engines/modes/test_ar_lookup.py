@@ -11,7 +11,7 @@ from engines.modes.ar_lookup import Lookup, guess_width, pass_cost
 from engines.decode.rows import Row
 from engines.types import GenerationRequest
 from tests.engines.factories import PROMPTS, chat
-from tests.engines.grammar.test_constraint import ASK, schema_spec
+from tests.engines.grammar.helpers import ASK, schema_spec
 
 
 def decode(engine, monkeypatch, requests, lookup: bool):

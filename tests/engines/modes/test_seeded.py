@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engines.types import GenerationRequest
-from tests.engines.grammar.test_constraint import ASK, schema_spec, schemas, tools_spec
+from tests.engines.grammar.helpers import ASK, schema_spec, schemas, tools_spec
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):

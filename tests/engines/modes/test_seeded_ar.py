@@ -10,7 +10,7 @@ import pytest
 
 from engines.modes.seeded_ar import value_end
 from engines.types import GenerationRequest
-from tests.engines.grammar.test_constraint import ASK, schema_spec
+from tests.engines.grammar.helpers import ASK, schema_spec
 
 
 @pytest.fixture(scope="module")

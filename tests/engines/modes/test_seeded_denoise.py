@@ -9,7 +9,7 @@ import pytest
 from engines.skeleton import template_for_schema
 from engines.modes.seeded_layout import CanvasLayout
 from engines.types import GenerationRequest
-from tests.engines.grammar.test_constraint import ASK, schema_spec
+from tests.engines.grammar.helpers import ASK, schema_spec
 
 
 @pytest.fixture(scope="module")

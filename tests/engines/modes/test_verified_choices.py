@@ -16,7 +16,7 @@ from engines.grammar.constraint import GrammarTokenizer
 from engines.defaults import SHIPPED_CHECKPOINT
 from engines.decode.rows import Row
 from engines.types import GenerationRequest
-from tests.engines.grammar.test_constraint import schema_spec
+from tests.engines.grammar.helpers import schema_spec
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
 
