@@ -89,14 +89,6 @@ def hardening_redis(tmp_path_factory):
         server.proc.wait(timeout=10)
 
 
-def wait_until(read, ok, timeout_s: float = 30.0):
-    """`read()` once `ok` holds for it, or its last value after `timeout_s` (the caller asserts on it)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = read()
-        if ok(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -164,20 +156,31 @@ def session_dir(app_dir: Path) -> Path:
     return Path(next(line.split(" ", 1)[1] for line in lines if line.startswith("SESSION_DIR ")))
 
 
-def app_logs(app_dir: Path) -> dict[str, str]:
+def app_logs(app_dir: Path, since: dict[str, int] | None = None) -> dict[str, str]:
     """Every log the app's run wrote, by path: the driver's, Ray's own, each replica's Serve log and
-    each worker's stdout/stderr (where Tandem's own loggers write)."""
+    each worker's stdout/stderr (logs/worker-*.out|err: where Tandem's own loggers and an uncaught
+    traceback of any replica, proxy or controller go). With `since` (`log_sizes`' answer), only what
+    each file gained after it: what the app wrote during a test, whatever ran before it."""
     files = [app_dir / "serve_app.log", *(p for p in (session_dir(app_dir) / "logs").rglob("*")
                                            if p.is_file() and p.suffix in (".log", ".out", ".err", ".txt"))]
-    return {str(p): p.read_text(errors="replace") for p in files}
+    logs = {}
+    for p in files:
+        with open(p, "rb") as f:
+            f.seek((since or {}).get(str(p), 0))
+            logs[str(p)] = f.read().decode(errors="replace")
+    return logs
 
 
-def gateway_logs(app_dir: Path, pids) -> str:
-    """What the Gateway replicas with these pids logged: Serve's replica logs and their workers' output."""
-    logs = app_logs(app_dir)
-    mine = [text for path, text in logs.items()
-            if "replica_tandem_Gateway_" in path or any(Path(path).stem.endswith(f"-{pid}") for pid in pids)]
-    return "".join(mine)
+def log_sizes(app_dir: Path) -> dict[str, int]:
+    """The size of every log `app_logs` reads, now: pass it as `since`."""
+    return {path: Path(path).stat().st_size for path in app_logs(app_dir)}
+
+
+def python_logs(logs: dict[str, str]) -> dict[str, str]:
+    """The logs the app's Python processes write (the driver, every Serve replica, proxy and controller,
+    every worker's stdout and stderr), without Ray's own daemons' (raylet, GCS, dashboard agents)."""
+    return {path: text for path, text in logs.items()
+            if path.endswith("serve_app.log") or "/logs/serve/" in path or Path(path).name.startswith("worker-")}
 
 
 def stats_by_replica(url: str) -> dict[int, dict]:

@@ -164,7 +164,7 @@ def test_an_engine_killed_while_idle_is_still_marked_down(hardened_app):
     the policy's mode (AR -> verified) well inside its deadline, not after the replacement starts."""
     from tandem.bench.chaos import Admin, kill_engine
     from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
-    from tests.hardening.test_soak_under_faults import wait_until
+    from tests.helpers import wait_until
 
     url = hardened_app["url"]
     admin = Admin(url, ADMIN_TOKEN)
@@ -176,4 +176,4 @@ def test_an_engine_killed_while_idle_is_still_marked_down(hardened_app):
     print(f"\nfirst request after an idle AR kill: {r.status_code} {r.headers.get('x-tandem-mode')} in {took:.2f} s")
     assert r.status_code == 200 and r.headers.get("x-tandem-degraded") == "true", (r.status_code, r.text[:200])
     assert took < APP_ARGS["request_timeout_s"], f"waited {took:.1f} s: the engine was not marked down"
-    assert wait_until(fault.repaired, bool, 120.0), "the AR engine's replacement never answered"
+    wait_until(fault.repaired, timeout_s=120.0, what="the AR engine's replacement answering")

@@ -25,7 +25,8 @@ import httpx
 import pytest
 
 from tandem.bench.chaos import Admin, kill_engine, kill_gateway, oversized_prompts, soak, stop_redis, table
-from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS, wait_until
+from tests.hardening.conftest import ADMIN_TOKEN, APP_ARGS
+from tests.helpers import wait_until
 
 WAIT_PAST_KILL_S = 5.0
 
@@ -123,7 +124,9 @@ def test_long_answers_on_a_killed_engine_end_by_their_deadline_and_leave_no_orph
                 return r, time.perf_counter() - started
 
             calls = [asyncio.create_task(one()) for _ in range(4)]
-            await asyncio.sleep(1.5)  # decoding on the AR engine
+            # the four are decoding on the AR engine (its load, as the Gateway's poll reads it) before the kill
+            await asyncio.to_thread(wait_until, lambda: (admin.stats() or {}).get("engines", {}).get("ar", {}).get("running", 0),
+                                    lambda running: running >= 4, 60.0, what="four long answers decoding on the AR engine")
             fault = kill_engine(admin, "ar")
             await asyncio.to_thread(fault.inject)
             return await asyncio.gather(*calls), fault
@@ -139,7 +142,7 @@ def test_long_answers_on_a_killed_engine_end_by_their_deadline_and_leave_no_orph
     r = httpx.post(f"{url}/v1/chat/completions", timeout=10,
                    json={"model": "tandem-block", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
     assert r.status_code == 200 and r.headers["x-tandem-mode"] == "block"
-    wait_until(fault.repaired, bool, 90.0)  # leave the app whole for the tests after this one
+    wait_until(fault.repaired, timeout_s=90.0, what="the AR engine's replacement answering")  # the app whole again for the tests after
 
 
 @pytest.mark.slow

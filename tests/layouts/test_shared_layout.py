@@ -19,7 +19,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.hardening.conftest import child_app, wait_until
+from tests.hardening.conftest import child_app
+from tests.helpers import wait_until
 
 TOKEN = "shared-admin-" + uuid.uuid4().hex[:8]
 DEADLINE_S = 10  # the app's request_timeout_s: a request on a dead replica ends by it
@@ -70,7 +71,7 @@ def test_one_engine_deployment_serves_every_mode(shared_app):
     after = engine(shared_app)
     assert set(after["stats"]["steps"]) == {"block", "verified", "ar"}, "a mode was not decoded by the one engine"
     assert after["stats"]["completed"] >= 3
-    step_ms = wait_until(lambda: stats(shared_app)["routing"]["step_ms"]["shared"], lambda ms: len(ms) == 3)  # the next poll reads them
+    step_ms = wait_until(lambda: stats(shared_app)["routing"]["step_ms"]["shared"], lambda ms: len(ms) == 3, timeout_s=30.0)  # the next poll reads them
     assert set(step_ms) == {"block", "verified", "ar"} and min(step_ms.values()) > 0, "routing did not read each mode's step time"
 
 
@@ -95,7 +96,7 @@ def test_a_long_answer_does_not_hold_another_modes_request_back_and_its_client_c
     block, took, running = asyncio.run(scenario())
     assert block.status_code == 200 and block.headers["x-tandem-mode"] == "block", block.text
     assert running == 1, "the block request waited for the long AR answer to end"
-    after = wait_until(lambda: engine(shared_app), lambda e: e["running"] == 0 and e["stats"]["cancelled"] > before["cancelled"])
+    after = wait_until(lambda: engine(shared_app), lambda e: e["running"] == 0 and e["stats"]["cancelled"] > before["cancelled"], timeout_s=30.0)
     assert after["running"] == 0, "the AR row whose client left is still decoding"
     assert after["stats"]["cancelled"] == before["cancelled"] + 1
     assert after["stats"]["steps"]["ar"] > before["steps"].get("ar", 0) and after["stats"]["steps"]["block"] > before["steps"].get("block", 0)
@@ -122,17 +123,20 @@ def test_a_dead_shared_replica_takes_every_mode_with_it_and_ends_their_requests_
 
     async def scenario():
         async with httpx.AsyncClient(base_url=shared_app, timeout=60) as client:
-            async def one(model: str, delay: float):
-                await asyncio.sleep(delay)
+            async def one(model: str):
                 started = time.perf_counter()
                 r = await client.post("/v1/chat/completions", json={"model": model, "max_tokens": 600, "temperature": 2e-4, "ignore_eos": True,
                                                                     "messages": [{"role": "user", "content": "Tell me a long story."}]})
                 return r, time.perf_counter() - started
 
-            calls = [asyncio.create_task(one(f"tandem-{m}", delay)) for delay in (0.0, 1.5) for m in ("block", "verified", "ar")]
-            await asyncio.sleep(1.0)  # the first three are decoding
+            modes = ("block", "verified", "ar")
+            in_flight = [asyncio.create_task(one(f"tandem-{m}")) for m in modes]
+            # the first three are decoding (the replica's load, as the Gateway's poll reads it) before the kill
+            await asyncio.to_thread(wait_until, lambda: engine(shared_app).get("running", 0), lambda running: running >= 3, 60.0,
+                                    what="one request of each mode decoding on the shared replica")
             os.kill(victim, signal.SIGKILL)
-            return await asyncio.gather(*calls)
+            meanwhile = [asyncio.create_task(one(f"tandem-{m}")) for m in modes]  # sent while it is down
+            return await asyncio.gather(*in_flight, *meanwhile)
 
     for r, took in asyncio.run(scenario()):
         assert took <= DEADLINE_S + 3.0, f"a request took {took:.1f} s, past its {DEADLINE_S} s deadline"

@@ -9,10 +9,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 
 import redis
+
+from tests.helpers import wait_until
 
 REDIS_URL = os.environ.get("TANDEM_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -37,16 +38,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_until(pred, timeout: float = 5.0, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(interval)
-    return pred()
 
 
 def redis_server_binary() -> str:
@@ -84,7 +75,9 @@ class PrivateRedis:
             except (redis.ConnectionError, redis.AuthenticationError):
                 return False
 
-        assert wait_until(up, 5.0), f"private redis-server on port {self.port} did not start"
+        # polled often: a replica watching this server writes its policy back within its 0.1 s poll of the server's
+        # return, and tests/policies/test_redis_versions.py's restart_empty checks the server empty before that
+        wait_until(up, timeout_s=5.0, interval_s=0.005, what=f"private redis-server on port {self.port} did not start")
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -15,7 +15,8 @@ import pytest
 from policies import PolicyValidationError, RedisStore, StaleVersionError
 from policies.errors import PolicyNotFoundError, PolicyStoreUnavailableError
 from policies.stores import default_policy
-from tests.policies.helpers import free_port, redis_client, wait_until
+from tests.helpers import wait_until
+from tests.policies.helpers import free_port, redis_client
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +44,7 @@ def test_apply_stores_current_history_and_publishes(store, redis_url, prefix):
     p1 = store.apply(edit(store.current(), steps=16), expect_version=0, note="first")
     assert p1.version == 1
     assert json.loads(client.get(f"{prefix}policy:current"))["version"] == 1
-    msg = wait_until(lambda: ps.get_message(timeout=0.1), 2.0)
+    msg = wait_until(lambda: ps.get_message(timeout=0.1), timeout_s=2.0)
     assert json.loads(msg["data"]) == {"version": 1}
     assert [(r.version, r.note) for r in store.history()] == [(1, "first")]
     ps.close()
@@ -124,7 +125,7 @@ def test_invalid_json_written_behind_the_stores_back_keeps_last_good(redis_url, 
         s.apply(edit(s.current(), steps=16))
         client = redis_client()
         client.set(f"{prefix}policy:current", json.dumps({"version": 2, "steps": -5}))
-        assert wait_until(lambda: s.status()["invalid_total"] >= 1, 2.0)
+        wait_until(lambda: s.status()["invalid_total"] >= 1, timeout_s=2.0)
         assert s.current().version == 1 and s.current().steps == 16
         client.close()
     finally:
@@ -154,12 +155,12 @@ def test_second_instance_reloads_on_the_published_update_not_on_a_poll(redis_url
     writer = RedisStore(redis_url, prefix=prefix, watch=False)
     reader = RedisStore(redis_url, prefix=prefix, watch=True, poll_interval_s=NO_POLL_S)
     try:
-        assert wait_until(lambda: subscribed(reader.channel), PUSH_WAIT_S), "the watcher never subscribed"
+        wait_until(lambda: subscribed(reader.channel), timeout_s=PUSH_WAIT_S, what="the watcher never subscribed")
         writer.apply(edit(writer.current(), steps=33))
-        assert wait_until(lambda: reader.current().version == 1, PUSH_WAIT_S)
+        wait_until(lambda: reader.current().version == 1, timeout_s=PUSH_WAIT_S)
         reloads = reader.status()["reloads_total"]
         writer.apply(edit(writer.current(), steps=34))
-        assert wait_until(lambda: reader.current().steps == 34, PUSH_WAIT_S), "the published update was not read"
+        wait_until(lambda: reader.current().steps == 34, timeout_s=PUSH_WAIT_S, what="the published update was not read")
         assert reader.current().version == 2 and reader.status()["reloads_total"] == reloads + 1
     finally:
         writer.close()
@@ -195,7 +196,7 @@ def test_policy_applied_in_one_process_changes_decisions_of_another(redis_url, p
     try:
         first = proc.stdout.readline().split()
         assert first[:2] == ["ready", "ar"], first  # the shipped policy: labels on AR
-        assert wait_until(lambda: subscribed(f"{prefix}policy:updates"), PUSH_WAIT_S), "the subprocess never subscribed"
+        wait_until(lambda: subscribed(f"{prefix}policy:updates"), timeout_s=PUSH_WAIT_S, what="the subprocess never subscribed")
         p = writer.apply(edit(writer.current(), description="the subprocess's watcher is reading"))
         assert proc.stdout.readline().split() == ["serving", "ar", "1"]  # each readline ends by PUSH_WAIT_S at most
         writer.apply(edit(p, task_modes={**p.task_modes, "classify": "block"}))
@@ -211,7 +212,7 @@ def test_unreachable_redis_serves_bootstrap_and_reports_it():
     s = RedisStore(f"redis://127.0.0.1:{port}/0", watch=True, backoff_s=(0.05, 0.2), socket_timeout_s=0.2)
     try:
         assert s.current() == default_policy()
-        assert wait_until(lambda: s.status()["connection_errors_total"] >= 2, 3.0)  # keeps retrying
+        wait_until(lambda: s.status()["connection_errors_total"] >= 2, timeout_s=3.0)  # keeps retrying
         st = s.status()
         assert st["healthy"] is False and "Error" in st["last_error"]
         with pytest.raises(PolicyStoreUnavailableError) as exc:
@@ -228,16 +229,16 @@ def test_outage_keeps_last_good_policy_then_reconnects(private_redis, caplog):
         s.apply(edit(s.current(), steps=21))
         assert s.current().version == 1
         private_redis.stop()
-        assert wait_until(lambda: not s.status()["healthy"], 3.0), "outage not noticed"
+        wait_until(lambda: not s.status()["healthy"], timeout_s=3.0, what="outage not noticed")
         assert s.current().version == 1 and s.current().steps == 21  # still serving
         assert any("unreachable" in r.getMessage() for r in caplog.records)
         private_redis.start()  # empty again (no persistence): the store keeps v1 until told otherwise
-        assert wait_until(lambda: s.status()["healthy"], 5.0), "did not reconnect"
+        wait_until(lambda: s.status()["healthy"], timeout_s=5.0, what="did not reconnect")
         assert s.status()["reconnects_total"] >= 1 and s.current().steps == 21
         other = RedisStore(url, watch=False)
         other.apply(edit(default_policy(), steps=5))
         other.close()
-        assert wait_until(lambda: s.current().steps == 5, 2.0), "no reload after reconnect"
+        wait_until(lambda: s.current().steps == 5, timeout_s=2.0, what="no reload after reconnect")
     finally:
         s.close()
 

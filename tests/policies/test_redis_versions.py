@@ -9,7 +9,8 @@ import pytest
 
 from policies import RedisStore, StaleVersionError
 from policies.stores import default_policy
-from tests.policies.helpers import redis_client, wait_until
+from tests.helpers import wait_until
+from tests.policies.helpers import redis_client
 
 
 def edit(policy, **changes) -> dict:
@@ -33,12 +34,13 @@ def test_a_write_after_redis_restarted_empty_continues_from_the_replicas_version
         assert replica.current().version == 3
         restart_empty(private_redis)
         # the replica puts the mark back within a poll ...
-        assert wait_until(lambda: redis_client(url).get("tandem:policy:max_version") == "3", 5.0), "max_version not restored"
+        wait_until(lambda: redis_client(url).get("tandem:policy:max_version") == "3", timeout_s=5.0, what="max_version not restored")
         assert replica.current().version == 3 and replica.current().steps == 16
         # ... so the operator's CLI, a fresh process that has seen no version, continues from it
         with RedisStore(url, watch=False) as cli:
             assert cli.apply(edit(default_policy(), steps=5)).version == 4
-        assert wait_until(lambda: replica.current().version == 4, 2.0) and replica.current().steps == 5
+        wait_until(lambda: replica.current().version == 4, timeout_s=2.0)
+        assert replica.current().steps == 5
         assert [r.version for r in replica.history()] == [3, 4]  # 3: the replica wrote back what it served
     finally:
         replica.close()
@@ -60,11 +62,11 @@ def test_after_an_empty_restart_every_replica_converges_on_the_highest_version_s
     try:
         with RedisStore(url, watch=False) as writer:
             writer.apply(edit(default_policy(), steps=17))
-        assert wait_until(lambda: survivor.current().version == 4, 3.0)
+        wait_until(lambda: survivor.current().version == 4, timeout_s=3.0)
         restart_empty(private_redis)
         lagging.current()  # nothing stored: writes back the 3 it serves ...
         # ... which gives way to the survivor's 4, and the lagging replica follows
-        assert wait_until(lambda: _stored(url) == (4, 17) and lagging.current().version == 4, 5.0), _stored(url)
+        wait_until(lambda: _stored(url) == (4, 17) and lagging.current().version == 4, timeout_s=5.0, what="the survivor's version 4 stored and the lagging replica on it")
         assert survivor.current().version == 4
         assert [(r.version, r.note.split(":")[0]) for r in lagging.history()] == [(3, "written back"), (4, "written back")]
         replacement = RedisStore(url, watch=False)  # a new Gateway after the restart: never older than a live one
@@ -72,7 +74,7 @@ def test_after_an_empty_restart_every_replica_converges_on_the_highest_version_s
         replacement.close()
         with RedisStore(url, watch=False) as cli:  # `tandem policy show` agrees with what requests are served under
             assert cli.current().version == 4 and cli.apply(edit(default_policy(), steps=5)).version == 5
-        assert wait_until(lambda: survivor.current().version == 5 and lagging.current().version == 5, 3.0)
+        wait_until(lambda: survivor.current().version == 5 and lagging.current().version == 5, timeout_s=3.0)
     finally:
         survivor.close()
         lagging.close()
@@ -128,16 +130,14 @@ def test_watching_replicas_never_step_back_a_version(private_redis):
         with RedisStore(url, watch=False) as writer:
             for steps in (14, 15, 16, 17):
                 writer.apply(edit(default_policy(), steps=steps))
-        assert wait_until(lambda: all(r.current().version == 4 for r in replicas), 3.0)
+        wait_until(lambda: all(r.current().version == 4 for r in replicas), timeout_s=3.0)
         private_redis.stop()
         private_redis.start()
         with RedisStore(url, watch=False, socket_timeout_s=0.3) as cli:  # at once, racing the replicas' reconnect
             cli.apply(edit(default_policy(), steps=9))
         # a replica's listeners run just after its current() changes (on its watch thread): wait for both
-        assert wait_until(
-            lambda: all(r.current().steps == 9 and r.status()["healthy"] and served[k][-1:] == [5] for k, r in enumerate(replicas)),
-            5.0,
-        ), served
+        wait_until(lambda: all(r.current().steps == 9 and r.status()["healthy"] and served[k][-1:] == [5] for k, r in enumerate(replicas)),
+                   timeout_s=5.0, what=f"every replica on steps 9, version 5 served: {served}")
         versions = {r.current().version for r in replicas}
         assert versions == {5}, versions
         for seq in served.values():
