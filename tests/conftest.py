@@ -32,11 +32,17 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" i
 # are no longer rewritten: pytest-dev/pytest-xdist#1386).
 RAY_CLUSTER_DIRS = ("tests/agents/", "tests/app/", "tests/cluster/", "tests/gemma/", "tests/hardening/", "tests/layouts/")
 RAY_GROUP = "ray-clusters"
+# Files in those folders whose tests start no cluster and use no app (the chaos report's rows, `tandem
+# doctor`, the Serve configs' validation): groups of their own, so they run beside the Ray group instead
+# of waiting in it. `pytest_collection_modifyitems` refuses one that takes a cluster fixture.
+NO_CLUSTER_FILES = ("tests/hardening/test_chaos_rows.py", "tests/hardening/test_doctor.py", "tests/hardening/test_serve_configs.py")
+CLUSTER_FIXTURES = {"serve_app", "hardened_app", "slow_app", "shared_app", "agents_app", "cluster"}
 
 
 def worker_group(nodeid: str) -> str:
     """The worker group of a test: "ray-clusters" or its file."""
-    return RAY_GROUP if nodeid.startswith(RAY_CLUSTER_DIRS) else nodeid.split("::", 1)[0]
+    path = nodeid.split("::", 1)[0]
+    return RAY_GROUP if nodeid.startswith(RAY_CLUSTER_DIRS) and path not in NO_CLUSTER_FILES else path
 
 
 # The groups are handed out longest first, so that the run does not end on one worker with a long
@@ -52,7 +58,43 @@ def group_rank(group: str, items: list) -> tuple[int, int]:
     return (2, -len(items))
 
 
+# TANDEM_TEST_SHUFFLE=<seed>: the files of each directory, and the tests of each file, in a random order
+# drawn from that seed, to show that no test depends on what another left behind or on running after
+# it (issue 56: the soak ran last only because its file name sorted last). Directories keep their
+# order (the Ray group's packages start and stop their apps in turn) and a file's tests stay together
+# (a module's fixture, such as the soak, is built once). `pytest_report_header` prints the seed.
+SHUFFLE_SEED = os.environ.get("TANDEM_TEST_SHUFFLE")
+
+
+def shuffled(items: list, seed: str) -> list:
+    """`items` with each directory's files, and each file's tests, in an order drawn from `seed`."""
+    import random
+
+    draw = random.Random(seed)
+    by_dir: dict[str, dict[str, list]] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        by_dir.setdefault(path.rsplit("/", 1)[0], {}).setdefault(path, []).append(item)
+    out = []
+    for files in by_dir.values():
+        order = list(files.values())
+        draw.shuffle(order)
+        for tests in order:
+            draw.shuffle(tests)
+            out.extend(tests)
+    return out
+
+
+def pytest_report_header(config):
+    return f"tests shuffled: TANDEM_TEST_SHUFFLE={SHUFFLE_SEED}" if SHUFFLE_SEED else None
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in NO_CLUSTER_FILES and CLUSTER_FIXTURES & set(item.fixturenames):
+            raise pytest.UsageError(f"{item.nodeid} uses a Ray cluster: take its file out of NO_CLUSTER_FILES (tests/conftest.py)")
+    if SHUFFLE_SEED:
+        items[:] = shuffled(items, SHUFFLE_SEED)
     groups: dict[str, list] = {}
     for item in items:
         groups.setdefault(worker_group(item.nodeid), []).append(item)

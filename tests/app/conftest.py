@@ -82,3 +82,23 @@ def base_url(serve_app):
 @pytest.fixture
 def admin_headers():
     return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+@pytest.fixture
+def policy_restored(base_url, admin_headers):
+    """For a test that changes the shared app's routing policy: the policy it started with is
+    written back after it, pass or fail (a failed assertion in the middle of a policy test left the
+    app routing everything to one mode for every test after it). Yields the starting policy."""
+    import httpx
+
+    start = httpx.get(f"{base_url}/admin/policy", headers=admin_headers, timeout=10).json()["policy"]
+    routing = lambda p: {k: v for k, v in p.items() if k not in ("version", "description")}  # noqa: E731
+    try:
+        yield start
+    finally:
+        live = httpx.get(f"{base_url}/admin/policy", headers=admin_headers, timeout=10).json()["policy"]
+        if routing(live) != routing(start):
+            back = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, timeout=10,
+                              json={"policy": start | {"version": live["version"]}, "expect_version": live["version"],
+                                    "note": "test teardown: the policy the test started from"})
+            assert back.status_code == 200, back.text

@@ -82,7 +82,7 @@ def test_the_console_page_is_self_contained_and_its_data_needs_the_token(base_ur
     assert httpx.get(f"{base_url}/admin/decisions", timeout=10).status_code == 401
 
 
-def test_an_operator_signs_in_watches_decisions_and_changes_the_policy(base_url, admin_headers, page, shots):
+def test_an_operator_signs_in_watches_decisions_and_changes_the_policy(base_url, admin_headers, page, shots, policy_restored):
     from playwright.sync_api import expect
 
     # start from a stored version (a fresh store serves the default, version 0, from no history)

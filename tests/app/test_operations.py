@@ -41,8 +41,8 @@ def routing_content(policy: dict) -> dict:
     return {k: v for k, v in policy.items() if k not in ("version", "description")}
 
 
-def test_policy_change_applies_to_the_next_request_and_rolls_back(base_url, admin_headers):
-    start = httpx.get(f"{base_url}/admin/policy", headers=admin_headers).json()["policy"]
+def test_policy_change_applies_to_the_next_request_and_rolls_back(base_url, admin_headers, policy_restored):
+    start = policy_restored  # written back after the test, pass or fail
     before = chat(base_url)
     assert before.status_code == 200, before.text
     # a policy that routes everything to another mode than the starting one (nothing may move it: no confidence
@@ -113,6 +113,13 @@ def test_spans_and_metrics_are_exported(base_url, serve_app):
     assert {s["name"] for s in tree} >= {"tandem.request", "tandem.route", "tandem.engine", "tandem.canvas", "tandem.verify"}
     route = next(s for s in tree if s["name"] == "tandem.route")
     assert route["attributes"]["decision.mode"] == "verified"
+    # the whole decision is on the span, as the decisions stream logged it (every field that is set
+    # and not a mapping: the policy snapshot and prices are too large for span attributes)
+    logged = logged_entry(serve_app, route["attributes"]["decision.request_id"])
+    assert logged is not None, "the request's decision never reached the decisions stream"
+    decision = json.loads(logged["decision"])
+    on_span = {k: v for k, v in route["attributes"].items() if k.startswith("decision.")}
+    assert on_span == {f"decision.{k}": v for k, v in decision.items() if v is not None and not isinstance(v, dict)}
     # engine -> verify -> one canvas per round, timed by the engine replica itself
     engine = next(s for s in tree if s["name"] == "tandem.engine")
     verify = next(s for s in tree if s["name"] == "tandem.verify")
