@@ -113,22 +113,35 @@ def test_raw_bytes_and_invalid_utf8(client, raw):
         assert r.status_code == 400
 
 
+def deep_raw(depth: int, leaf: str = '"x"') -> bytes:
+    """`deep(depth)` as JSON, written by hand: json.dumps raises RecursionError past ~1,000 levels."""
+    opening = "".join("[" if i % 2 else '{"k":' for i in reversed(range(depth)))
+    closing = "".join("]" if i % 2 else "}" for i in range(depth))
+    return (opening + leaf + closing).encode()
+
+
+# Where a client can put deep nesting in a chat request: the whole body, an unknown field, a tool's
+# parameters, a response schema, a message's extra field and its content. "@" marks the place.
+DEEP_PLACES = {
+    "body": "@",
+    "unknown": VALID_CHAT | {"metadata": "@"},
+    "tools": VALID_CHAT | {"tools": [{"type": "function", "function": {"name": "f", "parameters": "@"}}]},
+    "schema": VALID_CHAT | {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"properties": {"a": "@"}}}}},
+    "message_extra": VALID_CHAT | {"messages": [{"role": "user", "content": "hi", "name": "@"}]},
+    "content": VALID_CHAT | {"messages": [{"role": "user", "content": "@"}]},
+}
+
+
+def test_deep_raw_is_deep_written_by_hand():
+    assert all(json.loads(deep_raw(d)) == deep(d) for d in (1, 2, 3, 7))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(depth=st.integers(1, 200_000), where=st.sampled_from(["body", "unknown", "tools", "schema", "message_extra", "content"]))
+@given(depth=st.integers(1, 200_000), where=st.sampled_from(sorted(DEEP_PLACES)))
 def test_deep_json(client, depth, where):
-    nested = deep(depth)
-    body = {
-        "body": nested,
-        "unknown": VALID_CHAT | {"metadata": nested},
-        "tools": VALID_CHAT | {"tools": [{"type": "function", "function": {"name": "f", "parameters": nested}}]},
-        "schema": VALID_CHAT | {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"properties": {"a": nested}}}}},
-        "message_extra": VALID_CHAT | {"messages": [{"role": "user", "content": "hi", "name": nested}]},
-        "content": VALID_CHAT | {"messages": [{"role": "user", "content": nested}]},
-    }[where]
-    try:
-        raw = json.dumps(body).encode()
-    except RecursionError:  # deeper than Python's encoder goes: write it by hand
-        raw = json.dumps(VALID_CHAT | {"metadata": "@"}).encode().replace(b'"@"', b"[" * depth + b"]" * depth)
+    """Nesting of any depth in every place a client can put it (past ~1,000 levels it was once only
+    ever sent in `metadata`): never a 500, always OpenAI's error body."""
+    raw = json.dumps(DEEP_PLACES[where]).encode().replace(b'"@"', deep_raw(depth))
     post(client, CHAT, raw=raw)
 
 
