@@ -6,11 +6,12 @@ gateway's own, and the policy is written and rolled back through the admin API."
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import httpx
 import pytest
+
+from tests.helpers import wait_until
 
 LABEL = [{"role": "user", "content": "Classify the sentiment of this review as positive, negative or neutral: battery died in an hour."}]
 GUARD_S = 60.0  # deadlock guard for each wait below (each took seconds here)
@@ -52,11 +53,8 @@ def logged(base_url: str, admin_headers: dict, response: httpx.Response) -> dict
 
 
 def wait_for(predicate, what: str, guard_s: float = GUARD_S):
-    deadline = time.monotonic() + guard_s
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"not within {guard_s:.0f} s: {what}"
-        time.sleep(0.1)
-    return value
+    """tests.helpers.wait_until on a truthy value, at this file's guard."""
+    return wait_until(predicate, timeout_s=guard_s, interval_s=0.1, what=what)
 
 
 class ARLoad:

@@ -2,19 +2,11 @@
 
 import httpx
 
+from tests.helpers import wait_until
+
 
 def models(base_url) -> list[str]:
     return [m["id"] for m in httpx.get(f"{base_url}/v1/models", timeout=10).json()["data"]]
-
-
-def wait_for(condition, timeout_s: float = 30.0):
-    """Poll `condition` until it holds (a policy reaches every Gateway replica through Redis)."""
-    import time
-
-    end = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < end, "timed out waiting for the policy to reach the Gateway"
-        time.sleep(0.1)
 
 
 def test_the_models_listed_are_the_policys_aliases(base_url, admin_headers):
@@ -25,7 +17,7 @@ def test_the_models_listed_are_the_policys_aliases(base_url, admin_headers):
     r = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, timeout=10, json={"policy": added, "expect_version": current["version"]})
     assert r.status_code == 200, r.text
     try:
-        wait_for(lambda: "tandem-fast" in models(base_url))
+        wait_until(lambda: "tandem-fast" in models(base_url), timeout_s=30.0, what="the new alias listed (the policy at every Gateway)")
         assert httpx.get(f"{base_url}/v1/models/tandem-fast", timeout=10).status_code == 200
         chat = httpx.post(f"{base_url}/v1/chat/completions", timeout=60, json={
             "model": "tandem-fast", "max_tokens": 4, "messages": [{"role": "user", "content": "Label: great phone."}]})
@@ -35,6 +27,6 @@ def test_the_models_listed_are_the_policys_aliases(base_url, admin_headers):
         back = current | {"version": latest["version"]}
         r = httpx.post(f"{base_url}/admin/policy", headers=admin_headers, timeout=10, json={"policy": back, "expect_version": latest["version"]})
         assert r.status_code == 200, r.text
-    wait_for(lambda: "tandem-fast" not in models(base_url))
+    wait_until(lambda: "tandem-fast" not in models(base_url), timeout_s=30.0, what="the alias gone (the policy back at every Gateway)")
     missing = httpx.get(f"{base_url}/v1/models/tandem-fast", timeout=10)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
