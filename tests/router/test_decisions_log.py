@@ -17,6 +17,7 @@ from router.gateway.decisions_log import DecisionsLogSettings, entry_weight, log
 from lab.routing.decisions import read_decisions, to_training_record
 from router.decision.features import NUMERIC_FEATURES
 from router.decision.types import RouteRequest
+from tests.helpers import wait_until
 from tests.policies.helpers import free_port, redis_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,11 +145,13 @@ def test_entries_older_than_the_ttl_are_trimmed_and_the_stream_expires(prefix):
     stream2 = prefix + "short:decisions"
     for _ in range(3):
         assert log_decision(client, sensitive_request(), DECISION, OUTCOME, short, stream=stream2)
-    time.sleep(1.2)
+    last_ms = int(client.xrevrange(stream2, count=1)[0][0].split("-")[0])  # an entry's id is Redis's clock at its write
+    server_ms = lambda: (lambda s, us: s * 1000 + us // 1000)(*client.time())  # noqa: E731
+    wait_until(lambda: server_ms() > last_ms + 1000, what="Redis's clock a ttl_s past the last write")
     assert log_decision(client, sensitive_request(), DECISION, OUTCOME, short, stream=stream2)
     assert client.xlen(stream2) == 1  # the three written over a second ago are gone
-    time.sleep(1.2)
-    assert not client.exists(stream2) and not client.exists(stream2 + ":acct")  # no writes for ttl_s: the stream expired
+    # no writes for ttl_s: the stream and its byte account expire (Redis's own expiry)
+    wait_until(lambda: not client.exists(stream2) and not client.exists(stream2 + ":acct"), what="the idle stream expired")
     client.close()
 
 
