@@ -24,7 +24,7 @@ BUSY_MACHINE_SERVE_TIMEOUTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60", "R
 # Read by the raylet at start: `tandem serve` passes it to `serve run` too.
 WORKER_PRIORITY = {"RAY_worker_niceness": "0"}
 # The proxy's limits in serve_config.yaml's http_options (tests/hardening/test_slow_clients.py keeps them equal);
-# the header and body-arrival bounds live in the app itself (router/gateway/ingress.py, ReadLimits).
+# the header and body-arrival bounds live in the app itself (router/gateway/read_limits.py, ReadLimits).
 HTTP_LIMITS = {"request_timeout_s": 300, "keep_alive_timeout_s": 90}
 
 

@@ -9,7 +9,10 @@ unless named)."""
 
 from __future__ import annotations
 
+from fastapi.responses import JSONResponse
+
 from engines.errors import TandemError
+from policies.stores import redact
 
 
 def _http_error(name: str, status: int, code: str, when: str, kind: str = "invalid_request_error") -> type[TandemError]:
@@ -26,3 +29,9 @@ RequestTimeoutError = _http_error("RequestTimeoutError", 408, "request_timeout",
 PayloadTooLargeError = _http_error("PayloadTooLargeError", 413, "request_too_large", "The body is over the limit.")
 HeadersTooLargeError = _http_error("HeadersTooLargeError", 431, "request_headers_too_large", "Headers over the limit.")
 UnprocessableError = _http_error("UnprocessableError", 422, "unprocessable", "No valid answer to a valid request.")
+
+
+def error_response(exc: TandemError) -> JSONResponse:
+    body = exc.body()
+    body["error"]["message"] = redact(body["error"]["message"])  # a store error may name a URL with credentials
+    return JSONResponse(body, status_code=exc.status, headers=exc.headers)

@@ -157,7 +157,7 @@ def test_headers_within_the_limit_are_served(slow_app):
 def test_a_stream_outlives_the_body_deadline():
     """In process: once the body is in, `receive()` is not bounded (a streamed response waits on it
     for the client's disconnect far longer than the body deadline)."""
-    from router.gateway.ingress import ReadLimits
+    from router.gateway.read_limits import ReadLimits
 
     messages = [{"type": "http.request", "body": b"{}", "more_body": False}]
     sent: list[dict] = []

@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from engines.errors import InvalidRequestError, ServiceUnavailableError
 from router.gateway.answer_parts import Failed, Reply
 from router.gateway.openai_api import ChatCompletionRequest, validation_error
-from router.gateway.responses_api import ResponsesRequest, chat_request, to_chat_body
+from router.gateway.responses_api import ResponsesRequest
+from router.gateway.responses_chat import chat_request, to_chat_body
 from router.gateway.responses_store import DEFAULT_TTL_S
 from router.gateway.structured import output_spec
 from tests.policies.helpers import redis_client

@@ -11,7 +11,7 @@ from redis.retry import Retry
 
 from engines.errors import InvalidRequestError, ServiceUnavailableError
 from router.gateway.responses_answers import new_response_id, to_response
-from router.gateway.responses_api import chat_request
+from router.gateway.responses_chat import chat_request
 from router.gateway.responses_store import NO_STORE, ResponseStore, conversation_items, history_for, stores
 from tests.policies.helpers import free_port, redis_client
 from tests.router.responses_factories import CALL, answer_of, req_of
