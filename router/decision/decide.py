@@ -123,6 +123,11 @@ class Router:
             prompt_tokens=prompt.tokens, prefix_tokens=prompt.head_tokens,
         )
 
+    def draft_key(self, decision: Decision) -> DraftKey:
+        """What a decided request's verified draft share is counted and priced under (`Decision.draft_key`)."""
+        assert decision.draft_key is not None, "draft_key needs a decision made by Router.decide (it carries its policy)"
+        return decision.draft_key
+
     # Prices by the router's cost profile now (router.decision.pricing), for tests and the lab's tools;
     # `decide` hands the rules one `Pricing` and puts it on the Decision.
     def faster_at_equal_quality(self, mode: str, tokens: int, policy, task: str, view: Mapping[str, EngineView], prompt: PromptSize,
