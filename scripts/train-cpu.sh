@@ -11,8 +11,10 @@ MINUTES=${MINUTES:-600}
 # One thread: beside other work on two cores, a second OpenMP thread waits on the first more than it helps
 # (a busy machine's 2-thread steps ran 2-3x slower than 1-thread ones here).
 THREADS=${THREADS:-1}
+# bf16 autocast where the CPU has AVX-512 BF16 (~1.3x a step, measured beside other work on this VM)
+if grep -q avx512_bf16 /proc/cpuinfo 2>/dev/null; then BF16=${BF16-1}; else BF16=${BF16-}; fi
 COMMIT_EVERY_S=${COMMIT_EVERY_S:-3600}
-OMP_NUM_THREADS=$THREADS nice -n "${NICE:-19}" .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" --threads "$THREADS" &
+OMP_NUM_THREADS=$THREADS nice -n "${NICE:-19}" .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" --threads "$THREADS" ${BF16:+--bf16} &
 trainer=$!
 commit() {
   git add "$SHIP"/adapter_model.safetensors "$SHIP"/adapter_config.json "$SHIP"/adapter_meta.json 2>/dev/null || return 0

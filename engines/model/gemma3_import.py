@@ -247,7 +247,7 @@ def imported(out: Path) -> bool:
 def _import(out: Path, log) -> Path:
     from gguf import GGUFReader
 
-    from engines.model.loading import default_generation_config
+    from engines.model.generation import default_generation_config
 
     log(NOTICE.rstrip())
     started = time.monotonic()

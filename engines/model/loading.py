@@ -2,7 +2,7 @@
 
 The same path loads the shipped tiny model and a real `google/diffusiongemma-*` checkout.
 A freshly built model has an empty generation config (48 steps, no eos/pad); checkpoints
-written by this project carry one, and `default_generation_config` fills the gaps otherwise.
+written by this project carry one, and `engines.model.generation.default_generation_config` fills the gaps otherwise.
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ from pathlib import Path
 
 import torch
 from transformers import AutoTokenizer, DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerBase
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-    DiffusionGemmaGenerationConfig,
-    EntropyBoundSamplerConfig,
-)
 
 from engines.errors import CheckpointError
+from engines.model.generation import default_generation_config
 from engines.model.gemma3 import GEMMA3, LAYOUT_KEY, load_gemma3_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -36,25 +33,6 @@ class LoadedModel:
     @property
     def config(self) -> DiffusionGemmaConfig:
         return self.model.config
-
-
-def default_generation_config(config: DiffusionGemmaConfig, **overrides) -> DiffusionGemmaGenerationConfig:
-    """Step defaults for block mode plus the eos/pad ids from the model config."""
-    text = config.text_config
-    params = dict(
-        max_new_tokens=config.canvas_length,
-        max_denoising_steps=12,
-        sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.1),
-        t_min=0.4,
-        t_max=0.8,
-        stability_threshold=1,
-        confidence_threshold=0.005,
-        eos_token_id=text.eos_token_id,
-        pad_token_id=text.pad_token_id,
-        bos_token_id=text.bos_token_id,
-    )
-    params.update(overrides)
-    return DiffusionGemmaGenerationConfig(**params)
 
 
 @contextmanager

