@@ -88,3 +88,58 @@ def test_the_gateways_code_loads_no_compiler():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", f"the gateway's modules load {done.stdout.strip()}"
+
+
+HEAVY = ("torch", "transformers", "llguidance.torch")  # what a Gateway replica must never load
+
+
+def lazy_targets(package_init: Path) -> dict[str, str]:
+    """A package face's lazily exported names and the modules that define them (engines.lazy_exports)."""
+    for node in ast.walk(ast.parse(package_init.read_text())):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_EXPORTS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def test_no_gateway_route_can_reach_torch_at_any_time():
+    """Every module of router/gateway and router/decision, and every project module they import at module
+    level or inside a function (through lazily exported names too), imports no torch, transformers or
+    llguidance.torch: a route first called late (the admin stats did, through the engine's deployment) would
+    otherwise load them into a Gateway replica then. router/app.py, the composition root, binds the engine
+    deployment and is not a route."""
+    known = modules()
+    starts = [m for m in known if m.startswith(("router.gateway", "router.decision"))]
+    parent: dict[str, str] = {}
+    seen: set[str] = set()
+    stack = list(starts)
+    heavy = []
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in known:
+            continue
+        seen.add(name)
+        tree = ast.parse(known[name].read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                init = known.get(node.module)
+                if init is not None and init.name == "__init__.py":
+                    targets = lazy_targets(init)
+                    found += [targets[a.name] for a in node.names if a.name in targets]
+            else:
+                continue
+            heavy += [(name, m) for m in found if m in HEAVY or m.split(".")[0] in ("torch", "transformers")]
+            for m in found:
+                if m in known and m not in seen:
+                    parent.setdefault(m, name)
+                    stack.append(m)
+
+    def path_to(name: str) -> str:
+        chain = [name]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        return " <- ".join(chain)
+
+    assert not heavy, "\n".join(f"{m} in {path_to(name)}" for name, m in sorted(set(heavy)))
