@@ -198,7 +198,7 @@ def main(args) -> int:
     t0 = time.time()
     with out.open("a") as f:
         if not done:
-            f.write(json.dumps({"checkpoint": str(Path(checkpoint).name), "max_tokens": args.max_tokens}) + "\n")
+            f.write(json.dumps({"checkpoint": engine.path.name, "max_tokens": args.max_tokens}) + "\n")  # a name resolved
         references = suite_references()
         for i, record in enumerate(todo, 1):
             reference = references.get(json.dumps(record["messages"], sort_keys=True)) if record.get("style") == "task_suite" else None
