@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -24,13 +25,31 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from engines.model.loading import resolve_checkpoint
 
-    weights, home, adapters = resolve_checkpoint(args.name)
+    from engines.defaults import CHECKPOINT_NAMES
+    from engines.model.gemma3_import import imported
+
+    weights, home, adapters = resolve_checkpoint(args.name) if args.name != "gemma3-270m" else _gemma_paths()
+    if args.name not in CHECKPOINT_NAMES and not (weights / "config.json").is_file():
+        print(f"tandem: {args.name} is neither a checkpoint name ({', '.join(CHECKPOINT_NAMES)}) nor a directory with a config.json", file=sys.stderr)
+        return 2
+    if args.name == "gemma3-270m" and not imported(weights):
+        print("gemma3-270m is not imported yet: `tandem checkpoint import gemma3-270m` (or the first `make serve`)")
     facts = {"weights": str(weights), "home": str(home), "adapters": str(adapters) if adapters else None}
     marker = weights / "import.json"
     if marker.is_file():
         facts |= json.loads(marker.read_text())
     print(json.dumps(facts, indent=1))
     return 0
+
+
+def _gemma_paths():
+    """The embedded Gemma's paths without importing it (show never imports)."""
+    from engines.defaults import CHECKPOINTS
+    from engines.model.adapters import has_adapters
+    from engines.model.gemma3_import import default_dir
+
+    home = CHECKPOINTS / "gemma3-270m"
+    return default_dir(), home, home if has_adapters(home) else None
 
 
 def register(commands) -> None:
