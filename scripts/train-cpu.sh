@@ -17,7 +17,7 @@ COMMIT_EVERY_S=${COMMIT_EVERY_S:-3600}
 OMP_NUM_THREADS=$THREADS nice -n "${NICE:-19}" .venv/bin/python -m lab.model.adapt --out "$RUN" --ship "$SHIP" --minutes "$MINUTES" --threads "$THREADS" ${BF16:+--bf16} &
 trainer=$!
 commit() {
-  git add "$SHIP"/adapter_model.safetensors "$SHIP"/adapter_config.json "$SHIP"/adapter_meta.json 2>/dev/null || return 0
+  git add "$SHIP"/adapter_model.safetensors "$SHIP"/adapter_config.json "$SHIP"/adapter_meta.json "$SHIP"/resume 2>/dev/null || return 0
   # --only the shipped adapters: whatever else is staged in this checkout stays out of the commit
   git diff --cached --quiet -- "$SHIP" || git commit -q --only "$SHIP" -m "gemma3-270m adapters: $(tr -d '\n' < "$SHIP/adapter_meta.json")" || true
 }

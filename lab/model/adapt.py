@@ -155,6 +155,14 @@ def save_adapters(peft_model, out: Path, meta: dict) -> None:
     (out / "adapter_meta.json").write_text(json.dumps(meta, indent=1))
 
 
+def save_latest(peft_model, out: Path, ship: Path | None, step: int) -> None:
+    """The run's latest adapters, in the run directory and, with a ship directory, in its `resume/` (committed with
+    the best ones, so that a new machine goes on from here; never merged at load)."""
+    save_adapters(peft_model, out, {"step": step})
+    if ship is not None:
+        save_adapters(peft_model, ship / "resume", {"step": step})
+
+
 @torch.no_grad()
 def held_out(model, tokenizer, items) -> dict:
     """Teacher-forced accuracy on held-out items: AR next tokens on the answer; decoder slots of a fully
@@ -197,8 +205,11 @@ def adapt(cfg: AdaptConfig, resume: bool = True, log=print) -> dict:
     base.config.use_cache = False
     peft_model = get_peft_model(base, lora_config(cfg))
     step, best = 0, -1.0
-    # resume from this run's adapters, else (a new machine) from the shipped ones
-    start = next((d for d in (out, Path(cfg.ship) if cfg.ship else None) if d and (d / "adapter_model.safetensors").exists()), None)
+    # resume from this run's adapters, else (a new machine) from the last committed training state
+    # (`ship`/resume: the run's latest adapters, not merged at load), else from the shipped ones
+    ship = Path(cfg.ship) if cfg.ship else None
+    places = (out, ship / "resume" if ship else None, ship)
+    start = next((d for d in places if d and (d / "adapter_model.safetensors").exists()), None)
     if resume and start is not None:
         state = {k: v.float() for k, v in load_file(str(start / "adapter_model.safetensors")).items()}
         set_peft_model_state_dict(peft_model, state)
@@ -267,13 +278,13 @@ def adapt(cfg: AdaptConfig, resume: bool = True, log=print) -> dict:
                     "tok_s": round(window["tokens"] / dt, 1), "s_per_step": round(dt / window["n"], 2), "elapsed_min": round((now - t0) / 60, 1)})
             window = {"enc": 0.0, "enc_n": 0, "dec": 0.0, "tokens": 0, "n": 0, "t": time.time()}
         if now - last_save >= cfg.save_every_s:
-            save_adapters(peft_model, out, {"step": step})
+            save_latest(peft_model, out, ship, step)
             last_save = time.time()
         if now - last_eval >= cfg.eval_every_s:
             evaluate_and_keep()
             last_eval = time.time()
             window["t"] = time.time()
-    save_adapters(peft_model, out, {"step": step})
+    save_latest(peft_model, out, ship, step)
     evaluate_and_keep()
     logfile.close()
     return {"step": step, "best": best}
